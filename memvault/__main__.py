@@ -1,0 +1,5 @@
+"""`python -m memvault` runs the command line."""
+
+from memvault.cli import cli
+
+cli()

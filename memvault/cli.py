@@ -1,0 +1,284 @@
+"""The `memvault` command line: a thin click layer over the library, rendered with rich or as JSON."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from . import __version__
+from . import config as config_mod
+from . import health as health_mod
+from .errors import MemvaultError
+from .vault import Vault, WriteResult, open_vault
+
+out = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
+
+
+class _Group(click.Group):
+    """Maps every MemvaultError, once, to a clear message and exit code 1."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except MemvaultError as exc:
+            raise click.ClickException(str(exc)) from None
+
+
+class _State:
+    def __init__(self, vault_path: str | None) -> None:
+        self.vault_path = vault_path
+        self._vault: Vault | None = None
+
+    @property
+    def vault(self) -> Vault:
+        if self._vault is None:
+            self._vault = open_vault(self.vault_path)
+        return self._vault
+
+
+pass_state = click.make_pass_decorator(_State)
+json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--vault",
+    "vault_path",
+    envvar="MEMVAULT_VAULT",
+    metavar="PATH",
+    help="The Obsidian vault (default: $MEMVAULT_VAULT, then the config file).",
+)
+@click.version_option(__version__, prog_name="memvault")
+@click.pass_context
+def cli(ctx: click.Context, vault_path: str | None) -> None:
+    """MemoryVault: permanent, human-editable memory for coding agents, kept in your Obsidian vault."""
+    ctx.obj = _State(vault_path)
+
+
+@cli.command()
+@click.argument("path", required=False, type=click.Path(file_okay=False, path_type=Path))
+@json_option
+@pass_state
+def init(state: _State, path: Path | None, as_json: bool) -> None:
+    """Create the MemoryVault/ folders in a vault and record the vault in the config.
+
+    PATH defaults to --vault. Safe to run again: existing folders and notes are left alone.
+    """
+    root = path or (Path(state.vault_path) if state.vault_path else None)
+    if root is None:
+        raise click.UsageError("give the vault folder: memvault init PATH")
+    if not root.is_dir():
+        raise MemvaultError(f"{root} is not a folder: create the Obsidian vault first", code="no_vault")
+    vault = open_vault(root)
+    created = vault.init_structure()
+    cfg_path = config_mod.write_vault_root(vault.root)
+    if as_json:
+        _print_json({"vault": str(vault.root), "created": created, "config": str(cfg_path)})
+        return
+    for rel in created:
+        out.print(f"created [bold]{rel}/[/]")
+    out.print(
+        f"vault [bold]{vault.root}[/] is ready ({'nothing to create' if not created else f'{len(created)} folders'});"
+        f" config: {cfg_path}"
+    )
+
+
+@cli.command()
+@click.argument("kind")
+@click.argument("slug")
+@click.argument("body", required=False)
+@click.option("--group", "-g", help="Group folder under MemoryVault/ (default: personal-private).")
+@click.option("--tag", "-t", "tags", multiple=True, help="A tag (repeatable).")
+@click.option("--always-load", is_flag=True, help="Load this entry at every session start.")
+@click.option("--private", is_flag=True, help="Never inject this entry into agent context.")
+@click.option("--replace", is_flag=True, help="Overwrite an existing entry in place (keeps created and unknown keys).")
+@click.option("--source", default="manual", show_default=True, help="Provenance: a session id, or manual.")
+@click.option("--confidence", type=click.Choice(["high", "medium", "low"]), help="Confidence at capture.")
+@json_option
+@pass_state
+def save(
+    state: _State,
+    kind: str,
+    slug: str,
+    body: str | None,
+    group: str | None,
+    tags: tuple[str, ...],
+    always_load: bool,
+    private: bool,
+    replace: bool,
+    source: str,
+    confidence: str | None,
+    as_json: bool,
+) -> None:
+    """Write an entry to MemoryVault/<group>/<kind>/<slug>.md.
+
+    BODY is the markdown text; omit it or give - to read standard input. A body that starts with
+    its own frontmatter contributes those keys.
+
+    \b
+    Example:
+      memvault save preference pytest-style "Use plain asserts and fixtures." -t python
+    """
+    text = _body(body)
+    result = state.vault.save(
+        kind,
+        slug,
+        text,
+        group=group,
+        tags=tags,
+        always_load=always_load,
+        private=private,
+        replace=replace,
+        source=source,
+        confidence=confidence,
+    )
+    _report(result, as_json)
+
+
+@cli.command()
+@click.argument("old_path")
+@click.argument("content", required=False)
+@click.option("--reason", "-r", required=True, help="Why the old entry is outdated (recorded in the new one).")
+@click.option("--slug", help="Give the new entry another slug (default: it takes the old entry's place).")
+@click.option("--tag", "-t", "tags", multiple=True, help="Replace the tags (repeatable; default: keep the old ones).")
+@click.option("--outside", is_flag=True, help="Allow evolving a note outside MemoryVault/.")
+@json_option
+@pass_state
+def evolve(
+    state: _State,
+    old_path: str,
+    content: str | None,
+    reason: str,
+    slug: str | None,
+    tags: tuple[str, ...],
+    outside: bool,
+    as_json: bool,
+) -> None:
+    """Supersede OLD_PATH atomically with new CONTENT (or - / standard input).
+
+    The new entry records `supersedes:`; the old one moves to _archive/ with `status: superseded`
+    and `superseded_by:`. A crash at any moment leaves either the whole old or the whole new state.
+    """
+    result = state.vault.evolve(old_path, _body(content), reason=reason, slug=slug, tags=tags or None, outside=outside)
+    _report(result, as_json)
+
+
+@cli.command()
+@json_option
+@pass_state
+def undo(state: _State, as_json: bool) -> None:
+    """Revert the last memvault change with `git revert` (the vault must be a git repository)."""
+    _report(state.vault.undo(), as_json)
+
+
+@cli.command(name="list")
+@click.option("--group", "-g", help="Only this group.")
+@click.option("--kind", "-k", help="Only this kind.")
+@click.option("--status", "-s", help="Only this status (active, superseded, …).")
+@click.option("--all", "everything", is_flag=True, help="Include your own notes outside MemoryVault/.")
+@json_option
+@pass_state
+def list_(
+    state: _State, group: str | None, kind: str | None, status: str | None, everything: bool, as_json: bool
+) -> None:
+    """List entries with their kind, status and group."""
+    entries = state.vault.list(scope="all" if everything else "memory", group=group, kind=kind, status=status)
+    if as_json:
+        _print_json([dataclasses.asdict(e) for e in entries])
+        return
+    table = Table("path", "kind", "status", "tags", box=None)
+    for e in entries:
+        table.add_row(e.path, e.kind or "", e.status + (" (private)" if e.private else ""), ", ".join(e.tags))
+    out.print(table)
+    out.print(f"{len(entries)} entries")
+
+
+@cli.command()
+@click.argument("path")
+@json_option
+@pass_state
+def show(state: _State, path: str, as_json: bool) -> None:
+    """Print one note (vault-relative PATH)."""
+    nf = state.vault.read(path)
+    if as_json:
+        _print_json(
+            {
+                "path": nf.path,
+                "title": nf.title,
+                "meta": dict(nf.note.meta),
+                "body": nf.note.body,
+                "error": nf.note.error,
+                "mtime_ns": nf.mtime_ns,
+            }
+        )
+        return
+    if nf.note.error:
+        err.print(f"[yellow]warning:[/] frontmatter is not valid YAML: {nf.note.error}")
+    click.echo((nf.note.frontmatter and f"---\n{nf.note.frontmatter}---\n{nf.note.body}") or nf.note.body, nl=False)
+
+
+@cli.command()
+@json_option
+@pass_state
+def health(state: _State, as_json: bool) -> None:
+    """Check the vault: counts per group, kind and status, and any problems. Exits 1 when unhealthy."""
+    report = health_mod.check(state.vault)
+    if as_json:
+        _print_json({**dataclasses.asdict(report), "ok": report.ok})
+    else:
+        _render_health(report)
+    if not report.ok:
+        sys.exit(1)
+
+
+def _render_health(report: health_mod.Health) -> None:
+    out.print(
+        f"vault [bold]{report.vault}[/]  ({report.entries} entries in {report.folder}/, "
+        f"{report.user_notes} of your own notes; git: {'yes' if report.git else 'no'})"
+    )
+    for title, counts in (("group", report.by_group), ("kind", report.by_kind), ("status", report.by_status)):
+        table = Table(title, "entries", box=None)
+        for name, count in counts.items():
+            table.add_row(name, str(count))
+        out.print(table)
+    out.print(f"inbox: {report.inbox}   review: {report.review}")
+    for line in report.conflict_copies:
+        out.print(f"[yellow]conflict copy:[/] {line}")
+    for line in report.invalid:
+        out.print(f"[yellow]invalid:[/] {line}")
+    for line in report.warnings:
+        out.print(f"[yellow]warning:[/] {line}")
+    for line in report.problems:
+        out.print(f"[red]problem:[/] {line}")
+    out.print("[green]healthy[/]" if report.ok else "[red]unhealthy[/]")
+
+
+def _body(value: str | None) -> str:
+    if value is not None and value != "-":
+        return value
+    if sys.stdin is None or sys.stdin.isatty():
+        raise click.UsageError("give the content as an argument, or pipe it on standard input with -")
+    return sys.stdin.read()
+
+
+def _report(result: WriteResult, as_json: bool) -> None:
+    if as_json:
+        _print_json(dataclasses.asdict(result))
+        return
+    out.print(f"{result.op}: [bold]{result.path}[/]" + (f" (archived {result.archived})" if result.archived else ""))
+    if result.commit:
+        out.print(f"committed {result.commit[:10]}")
+    if result.warning:
+        err.print(f"[yellow]warning:[/] {result.warning}")
+
+
+def _print_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))

@@ -1,0 +1,257 @@
+"""The user's configuration: one YAML file, environment overrides, validation naming the bad key.
+
+Sections and keys are frozen dataclasses below; their defaults are the documented defaults
+(`wiki/reference/config.md`). Loading never touches the vault.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import types
+from dataclasses import dataclass, field, fields, is_dataclass, replace
+from pathlib import Path
+from typing import Any, Union, get_args, get_origin, get_type_hints
+
+import yaml
+
+from . import paths
+from .errors import ConfigError
+
+
+def _opt(default: Any, *, choices: tuple[str, ...] = (), low: float | None = None, high: float | None = None) -> Any:
+    return field(default=default, metadata={"choices": choices, "low": low, "high": high})
+
+
+@dataclass(frozen=True)
+class MemorySettings:
+    enabled: bool = True  # kill switch: false turns every hook into a no-op
+    review_mode: str = _opt("interactive", choices=("interactive", "silent"))
+    log_level: str = _opt("info", choices=("debug", "info", "warning", "error"))
+
+
+@dataclass(frozen=True)
+class VaultSettings:
+    root: str | None = None  # the Obsidian vault (MEMVAULT_VAULT overrides)
+    folder: str = "MemoryVault"  # write scope inside the vault
+    default_group: str = "personal-private"
+    ignore: tuple[str, ...] = ()  # extra ignore globs for the read scope
+    max_note_kb: int = _opt(200, low=1, high=10_240)
+    secrets: str = _opt("refuse", choices=("refuse", "redact"))
+    lock_timeout_s: float = _opt(10.0, low=0.1, high=600)
+
+
+@dataclass(frozen=True)
+class RecallSettings:
+    k: int = _opt(5, low=1, high=100)
+    vector_weight: float = _opt(0.7, low=0, high=1)
+    keyword_weight: float = _opt(0.3, low=0, high=1)
+    fusion: str = _opt("weighted", choices=("weighted", "rrf", "adaptive"))
+    min_prompt_chars: int = _opt(12, low=0)
+    max_context_chars: int = _opt(6000, low=200, high=9000)
+    always_load_max: int = _opt(20, low=0, high=200)
+    prompt_budget_ms: int = _opt(300, low=10, high=10_000)
+    session_start_budget_ms: int = _opt(500, low=10, high=10_000)
+
+
+@dataclass(frozen=True)
+class EmbeddingSettings:
+    model: str = "default"  # "default" = the packaged all-MiniLM-L6-v2; else any sentence-transformers name/path
+    service_idle_minutes: int = _opt(30, low=1)
+
+
+@dataclass(frozen=True)
+class IndexSettings:
+    location: str = _opt("state", choices=("state", "vault"))  # "vault" = MemoryVault/_meta/
+
+
+@dataclass(frozen=True)
+class ReflectionSettings:
+    miner: str = _opt("offline", choices=("offline", "claude"))
+    idle_minutes: int = _opt(30, low=1)
+    inbox_warn: int = _opt(50, low=1)
+    incubator_warn: int = _opt(20, low=1)
+    stale_days: int = _opt(7, low=1)
+
+
+@dataclass(frozen=True)
+class GcSettings:
+    idea_months: int = _opt(6, low=1)
+    marker_days: int = _opt(30, low=1)
+    log_days: int = _opt(30, low=1)
+
+
+@dataclass(frozen=True)
+class GitSettings:
+    commit: str = _opt("auto", choices=("auto", "never"))  # auto = one commit per mutation when the vault is a repo
+    message: str = "memvault: {op} {target}"  # subject template; {op}, {target}, {reason}
+
+
+@dataclass(frozen=True)
+class Config:
+    memory: MemorySettings = MemorySettings()
+    vault: VaultSettings = VaultSettings()
+    recall: RecallSettings = RecallSettings()
+    embedding: EmbeddingSettings = EmbeddingSettings()
+    index: IndexSettings = IndexSettings()
+    reflection: ReflectionSettings = ReflectionSettings()
+    gc: GcSettings = GcSettings()
+    git: GitSettings = GitSettings()
+    source: str | None = None  # the file this was read from, if any
+
+    @property
+    def vault_root(self) -> Path | None:
+        return Path(self.vault.root).expanduser() if self.vault.root else None
+
+
+SECTIONS = tuple(f.name for f in fields(Config) if f.name != "source")
+
+# Environment variable → dotted key. Environment beats the file.
+ENV_OVERRIDES = {
+    "MEMVAULT_VAULT": "vault.root",
+    "MEMVAULT_ENABLED": "memory.enabled",
+    "MEMVAULT_REVIEW_MODE": "memory.review_mode",
+    "MEMVAULT_LOG_LEVEL": "memory.log_level",
+    "AGENT_TOOLKIT_EMBEDDING_MODEL": "embedding.model",  # the seed's name, honoured
+    "MEMVAULT_EMBEDDING_MODEL": "embedding.model",  # later in the dict: wins over the seed's name
+}
+
+
+def load(path: Path | None = None, env: dict[str, str] | None = None) -> Config:
+    """Read the config file (missing is fine: defaults), apply env overrides, validate."""
+    env = dict(os.environ) if env is None else env
+    path = path or paths.config_file()
+    raw: dict[str, Any] = {}
+    if path.exists():
+        try:
+            loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            raise ConfigError(f"cannot read config {path}: {' '.join(str(exc).split())}") from exc
+        if loaded is not None and not isinstance(loaded, dict):
+            raise ConfigError(f"config {path}: the top level must be a mapping of sections")
+        raw = loaded or {}
+    config = from_dict(raw, origin=str(path))
+    for var, dotted in ENV_OVERRIDES.items():
+        if env.get(var):
+            config = with_value(config, dotted, env[var], origin=f"${var}")
+    return replace(config, source=str(path) if path.exists() else None)
+
+
+def from_dict(raw: dict[str, Any], origin: str = "config") -> Config:
+    sections = {}
+    for name, value in raw.items():
+        if name not in SECTIONS:
+            raise ConfigError(f"{origin}: unknown section '{name}'{_suggest(str(name), SECTIONS)}")
+        if value is None:
+            continue
+        if not isinstance(value, dict):
+            raise ConfigError(f"{origin}: '{name}' must be a mapping of keys")
+        sections[name] = _section(name, value, origin)
+    return Config(**sections)
+
+
+def with_value(config: Config, dotted: str, value: Any, origin: str = "config") -> Config:
+    """A copy of `config` with one dotted key set (strings from the environment are coerced)."""
+    section_name, _, key = dotted.partition(".")
+    section = getattr(config, section_name)
+    merged = {f.name: getattr(section, f.name) for f in fields(section)}
+    merged[key] = value
+    return replace(config, **{section_name: _section(section_name, merged, origin)})
+
+
+def as_dict(config: Config) -> dict[str, Any]:
+    """Plain nested dict (for `--json` and for writing the file)."""
+    out: dict[str, Any] = {}
+    for name in SECTIONS:
+        section = getattr(config, name)
+        out[name] = {f.name: _plain(getattr(section, f.name)) for f in fields(section)}
+    return out
+
+
+def write_vault_root(vault_root: Path, path: Path | None = None) -> Path:
+    """Record the vault in the config file, keeping every other key (and creating the file if new)."""
+    path = path or paths.config_file()
+    data: dict[str, Any] = {}
+    if path.exists():
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    data.setdefault("vault", {})["root"] = str(vault_root)
+    from_dict(data, origin=str(path))  # never write a file we would refuse to read
+    from .store import atomic_write  # local import: config stays importable without the store
+
+    paths.ensure_private_dir(path.parent)
+    atomic_write(path, yaml.safe_dump(data, sort_keys=False, allow_unicode=True).encode("utf-8"))
+    return path
+
+
+def _section(name: str, values: dict[str, Any], origin: str) -> Any:
+    cls = type(getattr(Config(), name))
+    hints = get_type_hints(cls)
+    known = {f.name: f for f in fields(cls)}
+    kwargs = {}
+    for key, value in values.items():
+        if key not in known:
+            raise ConfigError(f"{origin}: unknown key '{name}.{key}'{_suggest(f'{name}.{key}', _all_keys())}")
+        kwargs[key] = _coerce(f"{name}.{key}", value, hints[key], known[key].metadata, origin)
+    return cls(**kwargs)
+
+
+def _coerce(dotted: str, value: Any, hint: Any, meta: Any, origin: str) -> Any:
+    def bad(expected: str) -> ConfigError:
+        return ConfigError(f"{origin}: '{dotted}' must be {expected}, got {value!r}")
+
+    optional = get_origin(hint) in (Union, types.UnionType) and type(None) in get_args(hint)
+    if optional:
+        if value is None or value == "":
+            return None
+        hint = next(a for a in get_args(hint) if a is not type(None))
+    if hint is bool:
+        if isinstance(value, str) and value.strip().lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+            return value.strip().lower() in ("1", "true", "yes", "on")
+        if not isinstance(value, bool):
+            raise bad("true or false")
+        return value
+    if hint in (int, float):
+        try:
+            number = hint(value) if isinstance(value, str) else value
+        except ValueError:
+            raise bad("a number") from None
+        if (
+            isinstance(number, bool)
+            or not isinstance(number, (int, float))
+            or (hint is int and not isinstance(number, int))
+        ):
+            raise bad("an integer" if hint is int else "a number")
+        low, high = meta.get("low"), meta.get("high")
+        if (low is not None and number < low) or (high is not None and number > high):
+            raise bad(f"between {low} and {high}" if high is not None else f"at least {low}")
+        return hint(number)
+    if hint is str:
+        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+            raise bad("a string")
+        value = str(value)
+        choices = meta.get("choices") or ()
+        if choices and value not in choices:
+            raise bad("one of " + ", ".join(choices))
+        return value
+    if get_origin(hint) is tuple:
+        items = [value] if isinstance(value, str) else value
+        if not isinstance(items, (list, tuple)) or not all(isinstance(i, str) for i in items):
+            raise bad("a list of strings")
+        return tuple(items)
+    raise bad(f"of type {hint}")  # pragma: no cover - every field type is handled above
+
+
+def _all_keys() -> list[str]:
+    config = Config()
+    return [f"{s}.{f.name}" for s in SECTIONS for f in fields(getattr(config, s))]
+
+
+def _suggest(word: str, options: Any) -> str:
+    close = difflib.get_close_matches(word, list(options), n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return list(value)
+    return value if not is_dataclass(value) else as_dict(value)  # type: ignore[arg-type]

@@ -1,0 +1,56 @@
+"""Where memvault keeps its per-machine files: config, state (locks, journals, logs, index), cache.
+
+`MEMVAULT_HOME` puts everything under one folder (tests, portable installs); otherwise the
+platform's user directories are used (XDG on Linux, ~/Library on macOS, %LOCALAPPDATA% on Windows).
+Nothing here is inside the vault: the vault is synced between machines, these files are not.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import platformdirs
+
+APP = "memvault"
+
+
+def _home() -> Path | None:
+    value = os.environ.get("MEMVAULT_HOME")
+    return Path(value).expanduser() if value else None
+
+
+def config_file() -> Path:
+    """The YAML config: `MEMVAULT_CONFIG`, else `$MEMVAULT_HOME/config.yaml`, else the user config dir."""
+    explicit = os.environ.get("MEMVAULT_CONFIG")
+    if explicit:
+        return Path(explicit).expanduser()
+    home = _home()
+    return (home if home else platformdirs.user_config_path(APP, appauthor=False)) / "config.yaml"
+
+
+def state_dir() -> Path:
+    home = _home()
+    return home / "state" if home else platformdirs.user_state_path(APP, appauthor=False)
+
+
+def cache_dir() -> Path:
+    home = _home()
+    return home / "cache" if home else platformdirs.user_cache_path(APP, appauthor=False)
+
+
+def vault_state_dir(vault_root: Path) -> Path:
+    """Per-vault state (lock, journal, index): one folder per vault, keyed by its real path."""
+    real = os.path.realpath(vault_root)
+    digest = hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+    name = "".join(c for c in Path(real).name if c.isalnum() or c in "-_")[:40] or "vault"
+    return state_dir() / "vaults" / f"{name}-{digest}"
+
+
+def ensure_private_dir(path: Path) -> Path:
+    """Create `path` (and parents) readable by the current user only."""
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if os.name == "posix":
+        os.chmod(path, 0o700)
+    return path

@@ -1,0 +1,68 @@
+"""Shared fixtures: every test gets its own MEMVAULT_HOME and, when asked, a fresh copy of a vault."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from memvault import open_vault
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLE_VAULT = REPO / "examples" / "vault"
+SHARED_DATA = REPO.parent / "shared" / "data"
+
+
+@pytest.fixture(autouse=True)
+def memvault_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "memvault-home"
+    monkeypatch.setenv("MEMVAULT_HOME", str(home))
+    for var in (
+        "MEMVAULT_VAULT",
+        "MEMVAULT_CONFIG",
+        "MEMVAULT_ENABLED",
+        "MEMVAULT_EMBEDDING_MODEL",
+        "AGENT_TOOLKIT_EMBEDDING_MODEL",
+        "MEMVAULT_FAULT_AFTER",
+        "MEMVAULT_REVIEW_MODE",
+        "MEMVAULT_LOG_LEVEL",
+    ):
+        monkeypatch.delenv(var, raising=False)
+    return home
+
+
+@pytest.fixture
+def vault_dir(tmp_path: Path) -> Path:
+    """A fresh copy of the bundled example vault."""
+    target = tmp_path / "vault"
+    shutil.copytree(EXAMPLE_VAULT, target)
+    return target
+
+
+@pytest.fixture
+def vault(vault_dir: Path):
+    return open_vault(vault_dir)
+
+
+@pytest.fixture
+def git_vault(vault_dir: Path):
+    """The example vault as a git repository with one initial commit."""
+    git(vault_dir, "init", "-q", "-b", "main")
+    git(vault_dir, "add", "-A")
+    git(vault_dir, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "initial")
+    return open_vault(vault_dir)
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    """Every file under `root` (except .git) with its bytes."""
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and ".git" not in p.relative_to(root).parts
+    }

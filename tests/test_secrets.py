@@ -1,0 +1,225 @@
+"""Tests for memvault.secrets: detection, line numbers, redaction and false positives."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+
+import pytest
+
+from memvault.secrets import RULES, Finding, describe, redact, scan
+
+# Fake secrets are assembled from pieces so this file never contains a literal that
+# looks like a live credential.
+MIX = "Ab3De5Gh7Jk9Mn1Pq2Rs4Tu6Vw8Yz0"  # 30 mixed-case alphanumerics
+AKIA = "AKIA" + "Q3X7" * 4
+ASIA = "ASIA" + "R8T2" * 4
+AWS_SECRET = "Abc1/Def2+" * 4
+GHP = "ghp_" + MIX + "Ab3De5"
+GH_PAT = "github_" + "pat_" + "11ABCDEFG0" + MIX[:12] + "_" + MIX * 2
+GLPAT = "glpat" + "-" + MIX[:20]
+XOXB = "xox" + "b-" + "1234567890-" + "1234567890123-" + MIX[:24]
+WEBHOOK = "https://hooks.slack.com/services/" + "T0A1B2C3D" + "/B0A1B2C3D/" + MIX[:24]
+OPENAI_PROJ = "sk-" + "proj-" + MIX + "_-" + MIX
+OPENAI_LEGACY = "sk-" + MIX + MIX[:18]
+ANTHROPIC = "sk-" + "ant-" + "api03-" + MIX + "_-" + MIX
+GOOGLE = "AI" + "za" + (MIX * 2)[:35]
+STRIPE = "sk" + "_live_" + MIX[:24]
+STRIPE_RK = "rk" + "_live_" + MIX[:24]
+NPM = "npm" + "_" + (MIX * 2)[:36]
+PYPI = "pypi-" + "AgEIcHlwaS5vcmc" + (MIX + "-_") * 3
+JWT = "ey" + "JhbGciOiJIUzI1NiJ9" + "." + "ey" + "JzdWIiOiIxMjM0NTY3ODkwIn0" + "." + MIX + "_-x"
+PEM_BODY = "\n".join([MIX + MIX[:34]] * 3 + ["Ab3De5Gh7Jk9Mn1P=="])
+
+
+def pem(kind: str = "RSA ") -> str:
+    return "-----BEGIN " + kind + "PRIVATE KEY-----\n" + PEM_BODY + "\n-----END " + kind + "PRIVATE KEY-----"
+
+
+# (expected kind, text, the exact secret substring that must be found)
+DETECT = [
+    ("aws_access_key_id", "Deploy with key " + AKIA + " from the ops account.", AKIA),
+    ("aws_access_key_id", "temporary creds: " + ASIA + ", expires at noon", ASIA),
+    ("aws_secret_access_key", "aws_secret_access_key = " + AWS_SECRET, AWS_SECRET),
+    ("aws_secret_access_key", 'AWS_SECRET_ACCESS_KEY: "' + AWS_SECRET + '"', AWS_SECRET),
+    ("github_token", "I pushed using " + GHP + " yesterday.", GHP),
+    *[
+        ("github_token", "token " + p + MIX + "Ab3De5 works", p + MIX + "Ab3De5")
+        for p in ("gho_", "ghu_", "ghs_", "ghr_")
+    ],
+    ("github_token", "fine-grained PAT " + GH_PAT, GH_PAT),
+    ("gitlab_token", "CI uses " + GLPAT + " for the registry", GLPAT),
+    ("slack_token", "bot token is " + XOXB, XOXB),
+    ("slack_webhook", "Alerts post to " + WEBHOOK + " every hour", WEBHOOK),
+    ("openai_api_key", "OPENAI key " + OPENAI_PROJ, OPENAI_PROJ),
+    ("openai_api_key", "old key " + OPENAI_LEGACY + " revoked?", OPENAI_LEGACY),
+    ("anthropic_api_key", "claude key: " + ANTHROPIC, ANTHROPIC),
+    ("google_api_key", "maps key " + GOOGLE + " in the frontend", GOOGLE),
+    ("stripe_key", "billing uses " + STRIPE, STRIPE),
+    ("stripe_key", "restricted key " + STRIPE_RK, STRIPE_RK),
+    ("npm_token", "//registry.npmjs.org/:_authToken=" + NPM, NPM),
+    ("pypi_token", "twine upload -p " + PYPI, PYPI),
+    ("jwt", "Authorization: Bearer " + JWT, JWT),
+    *[
+        ("private_key", "key file:\n" + pem(k) + "\nend of note", pem(k))
+        for k in ("", "RSA ", "EC ", "OPENSSH ", "DSA ", "ENCRYPTED ")
+    ],
+    ("connection_string", "DATABASE_URL=postgres://app:" + "S3cr3tPw" + "@db:5432/app", "S3cr3tPw"),
+    ("connection_string", "use postgresql+psycopg2://app:" + "Pg-p4ss99" + "@db/app", "Pg-p4ss99"),
+    ("connection_string", "mysql://root:" + "My5qlPw!" + "@127.0.0.1:3306/shop", "My5qlPw!"),
+    ("connection_string", "mongodb+srv://svc:" + "M0ngoPw77" + "@cluster0.mongodb.net/db", "M0ngoPw77"),
+    ("connection_string", "REDIS_URL=redis://:" + "R3disPw42" + "@cache:6379/0", "R3disPw42"),
+    ("connection_string", "broker amqp://worker:" + "Rabb1tPw" + "@mq:5672//", "Rabb1tPw"),
+    ("password_assignment", 'password = "' + "hunter2x" + '"', "hunter2x"),
+    ("password_assignment", "PASSWORD: " + "s3cr3t-value", "s3cr3t-value"),
+    ("password_assignment", "export DB_PASSWORD=" + "Tr0ub4dor3", "Tr0ub4dor3"),
+    ("password_assignment", '{"user": "bob", "password": "' + "Xk9#mP2$vL" + '"}', "Xk9#mP2$vL"),
+    ("password_assignment", "dbPassword = '" + "correct horse" + "'", "correct horse"),
+    ("password_assignment", 'password: str = "' + "hunter2x" + '"', "hunter2x"),
+    ("password_assignment", "mysql --passwd=" + "Q9w8e7r6", "Q9w8e7r6"),
+    ("secret_assignment", 'api_key="' + "a8f3c9d1e7b2" + '"', "a8f3c9d1e7b2"),
+    ("secret_assignment", "secret_token: " + "tok-93jd82h", "tok-93jd82h"),
+    ("secret_assignment", "CLIENT_SECRET=" + "z8Y7x6W5v4", "z8Y7x6W5v4"),
+    ("secret_assignment", "SECRET_KEY = '" + "django-insecure-9f8e7d" + "'", "django-insecure-9f8e7d"),
+    ("secret_assignment", "mytool --api-key=" + "k3y-4b5c6d", "k3y-4b5c6d"),
+]
+
+
+@pytest.mark.parametrize(("kind", "text", "secret"), DETECT)
+def test_detects_each_kind(kind, text, secret):
+    findings = scan(text)
+    assert [f.kind for f in findings] == [kind]
+    assert text[findings[0].start : findings[0].end] == secret
+
+
+@pytest.mark.parametrize(("kind", "text", "secret"), DETECT)
+def test_redact_replaces_secret_and_is_idempotent(kind, text, secret):
+    redacted, findings = redact(text)
+    assert findings == scan(text)
+    assert redacted == text.replace(secret, f"[REDACTED:{kind}]")
+    assert secret not in redacted
+    again, second = redact(redacted)
+    assert again == redacted
+    assert second == []
+
+
+@pytest.mark.parametrize(("kind", "text", "secret"), DETECT)
+def test_describe_never_contains_secret(kind, text, secret):
+    summary = describe(scan(text))
+    assert summary == f"{kind} on line {text[: text.index(secret)].count(chr(10)) + 1}"
+    assert secret not in summary
+
+
+def test_every_rule_kind_is_covered_by_a_detection_case():
+    assert {kind for kind, _, _ in RULES} <= {kind for kind, _, _ in DETECT}
+
+
+CONFIG = "\n".join(
+    [
+        "# deploy settings",
+        "DEBUG=true",
+        "AWS_ACCESS_KEY_ID=" + AKIA,
+        "notes: rotate quarterly",
+        "DB_PASSWORD=" + "Tr0ub4dor3",
+        "",
+        "GITHUB_TOKEN=" + GHP,
+    ]
+)
+
+
+def test_line_numbers_and_order():
+    findings = scan(CONFIG)
+    assert [(f.kind, f.line) for f in findings] == [
+        ("aws_access_key_id", 3),
+        ("password_assignment", 5),
+        ("github_token", 7),
+    ]
+    assert all(a.end <= b.start for a, b in itertools.pairwise(findings))
+    assert describe(findings) == ("aws_access_key_id on line 3, password_assignment on line 5, github_token on line 7")
+
+
+def test_redact_multiline_config():
+    redacted, findings = redact(CONFIG)
+    assert len(findings) == 3
+    assert redacted.splitlines() == [
+        "# deploy settings",
+        "DEBUG=true",
+        "AWS_ACCESS_KEY_ID=[REDACTED:aws_access_key_id]",
+        "notes: rotate quarterly",
+        "DB_PASSWORD=[REDACTED:password_assignment]",
+        "",
+        "GITHUB_TOKEN=[REDACTED:github_token]",
+    ]
+    assert redact(redacted) == (redacted, [])
+
+
+def test_private_key_finding_spans_whole_block_and_lines():
+    text = "line one\nline two\n" + pem("OPENSSH ") + "\ntail"
+    (finding,) = scan(text)
+    assert finding.line == 3
+    assert text[finding.start : finding.end] == pem("OPENSSH ")
+    assert redact(text)[0] == "line one\nline two\n[REDACTED:private_key]\ntail"
+
+
+def test_specific_kind_wins_over_generic_assignment():
+    assert [f.kind for f in scan("GITHUB_TOKEN=" + GHP)] == ["github_token"]
+    assert [f.kind for f in scan('api_key = "' + OPENAI_PROJ + '"')] == ["openai_api_key"]
+
+
+def test_describe_empty_and_finding_is_frozen():
+    assert describe([]) == "no secrets found"
+    finding = Finding("jwt", 0, 10, 1)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        finding.kind = "other"  # type: ignore[misc]
+
+
+BENIGN = [
+    "The password must be rotated every 90 days.",
+    "Use a token: it expires after an hour.",
+    "| token | string | The session token returned by /login |",
+    "token: string",
+    "password: <password>",
+    "DB_PASSWORD=${DB_PASSWORD}",
+    "export PASSWORD=$PASSWORD",
+    'password: "{{ secret }}"',
+    "api_key = 'your-api-key'",
+    "password = changeme",
+    "token = '" + "x" * 24 + "'",
+    'password: "********"',
+    "secret = ...",
+    'password = os.environ["DB_PASSWORD"]',
+    'api_key = os.getenv("OPENAI_API_KEY")',
+    "SECRET_KEY = settings.SECRET_KEY",
+    "aws_access_key_id = AKIA" + "IOSFODNN7EXAMPLE",
+    "password = example-password-123",
+    "password: REDACTED",
+    "token = None",
+    "password = null",
+    "api_key: true",
+    "password = False",
+    "password=abc12",
+    "password: [REDACTED:password_assignment]",
+    "Remember: the API key is stored in the vault, never paste it here.",
+    "max_tokens: 4096",
+    "Bypass: abc123def was the ticket id",
+    "Run locally with postgres://user:password@localhost/db",
+    "connect(password=db_password, user=db_user)",
+    "token = get_token()",
+    "secret = self.secret",
+    "token: ${{ secrets.GITHUB_TOKEN }}",
+    "password: !vault |",
+    "The api_key: (required) string field",
+    "cost per token = $0.000002",
+    "Keys start with AKIA or ASIA; GitHub tokens start with ghp_ or github_pat_.",
+    "We used the sk-learn-compatible-estimator-api-wrapper for this.",
+    "The PEM file begins with -----BEGIN RSA PRIVATE KEY----- and ends with the END line.",
+    "-----BEGIN PRIVATE KEY-----\n...\n-----END PRIVATE KEY-----",
+    "Password reset links expire; the new password: something memorable.",
+    """f.write('password = "' + new_pw + '"')""",
+]
+
+
+@pytest.mark.parametrize("text", BENIGN)
+def test_benign_text_has_no_findings(text):
+    assert scan(text) == []
+    assert redact(text) == (text, [])
