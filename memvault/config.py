@@ -15,7 +15,7 @@ from typing import Any, Union, get_args, get_origin, get_type_hints
 
 import yaml
 
-from . import paths
+from . import notes, paths, store
 from .errors import ConfigError
 
 
@@ -171,15 +171,16 @@ def as_dict(config: Config) -> dict[str, Any]:
 def write_vault_root(vault_root: Path, path: Path | None = None) -> Path:
     """Record the vault in the config file, keeping every other key (and creating the file if new)."""
     path = path or paths.config_file()
-    data: dict[str, Any] = {}
-    if path.exists():
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    data.setdefault("vault", {})["root"] = str(vault_root)
-    from_dict(data, origin=str(path))  # never write a file we would refuse to read
-    from .store import atomic_write  # local import: config stays importable without the store
-
+    raw = path.read_text(encoding="utf-8") if path.exists() else ""
+    data = yaml.safe_load(raw) or {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"config {path}: the top level must be a mapping of sections")
+    section = {**(data.get("vault") or {}), "root": str(vault_root)}
+    from_dict({**data, "vault": section}, origin=str(path))  # never write a file we would refuse to read
+    # Only the `vault:` block is rewritten; the user's comments and other sections stay as they are.
+    text = notes.with_meta(notes.Note(body="", meta=data, frontmatter=raw), {"vault": section}).frontmatter or ""
     paths.ensure_private_dir(path.parent)
-    atomic_write(path, yaml.safe_dump(data, sort_keys=False, allow_unicode=True).encode("utf-8"))
+    store.atomic_write(path, text.encode("utf-8"))
     return path
 
 
