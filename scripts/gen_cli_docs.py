@@ -21,7 +21,11 @@ Every command accepts the global `--vault PATH` (or `MEMVAULT_VAULT`) before its
 
 def render() -> str:
     runner = CliRunner()
-    parts = [HEADER, "## memvault\n", "```\n" + runner.invoke(cli, ["--help"], prog_name="memvault", terminal_width=100).output + "```\n"]
+    parts = [
+        HEADER,
+        "## memvault\n",
+        "```\n" + runner.invoke(cli, ["--help"], prog_name="memvault", terminal_width=100).output + "```\n",
+    ]
     assert isinstance(cli, click.Group)
     for name in sorted(cli.commands):
         result = runner.invoke(cli, [name, "--help"], prog_name="memvault", terminal_width=100)

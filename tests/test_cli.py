@@ -37,8 +37,17 @@ def test_init_creates_structure_and_config(tmp_path: Path) -> None:
 
 def test_save_from_argument_and_stdin(vault_dir: Path) -> None:
     run("--vault", str(vault_dir), "save", "fix", "pip-cache", "Clear ~/.cache/pip when wheels are stale.", "-t", "pip")
-    out = run("--vault", str(vault_dir), "save", "workflow", "triage", "-", "--always-load", "--json",
-              input="# Triage\n\nLabel, reproduce, assign.\n")
+    out = run(
+        "--vault",
+        str(vault_dir),
+        "save",
+        "workflow",
+        "triage",
+        "-",
+        "--always-load",
+        "--json",
+        input="# Triage\n\nLabel, reproduce, assign.\n",
+    )
     saved = json.loads(out.output)
     vault = open_vault(vault_dir)
     assert saved["path"] == "MemoryVault/personal-private/workflow/triage.md"

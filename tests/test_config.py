@@ -27,8 +27,11 @@ def test_defaults_without_a_file(memvault_home: Path) -> None:
 
 
 def test_file_values_and_env_overrides(memvault_home: Path, tmp_path: Path) -> None:
-    write(memvault_home / "config.yaml", "memory:\n  enabled: false\nrecall:\n  k: 8\nvault:\n  root: ~/Obsidian\n"
-          "  ignore: [Archive, 'Clippings/*']\nembedding:\n  model: all-mpnet-base-v2\n")
+    write(
+        memvault_home / "config.yaml",
+        "memory:\n  enabled: false\nrecall:\n  k: 8\nvault:\n  root: ~/Obsidian\n"
+        "  ignore: [Archive, 'Clippings/*']\nembedding:\n  model: all-mpnet-base-v2\n",
+    )
     cfg = config.load()
     assert cfg.memory.enabled is False and cfg.recall.k == 8 and cfg.vault.ignore == ("Archive", "Clippings/*")
     assert cfg.vault_root == Path("~/Obsidian").expanduser() and cfg.source == str(memvault_home / "config.yaml")
