@@ -40,7 +40,9 @@ def check(vault: Vault) -> Health:
     listing = store.list_markdown(vault.root, vault.ignore)
     memory = [rel for rel in listing.notes if rel.startswith(vault.folder + "/")]
     entries = vault.list(scope="memory")
-    groups, kinds, statuses = Counter(), Counter(), Counter()
+    groups: Counter[str] = Counter()
+    kinds: Counter[str] = Counter()
+    statuses: Counter[str] = Counter()
     invalid = []
     for entry in entries:
         groups[entry.group or "(none)"] += 1

@@ -6,77 +6,19 @@ with atomic writes, then (in a git vault) committed as exactly one commit.
 
 from __future__ import annotations
 
+import builtins
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from . import config as config_mod
-from . import fault, gitops, journal, notes, paths, safety, store
-from .errors import GitError, InvalidNote, MemvaultError, SafetyError, VaultNotFound
+from . import fault, gitops, journal, model, notes, paths, safety, store
+from .errors import GitError, MemvaultError, SafetyError, VaultNotFound
+from .model import ALWAYS_LOAD, ARCHIVE, INBOX, INCUBATOR, REVIEW, Entry, NoteFile, WriteResult
 
-# Special folders inside a group (SPEC §3).
-ALWAYS_LOAD, INBOX, REVIEW, ARCHIVE, INCUBATOR = "_always-load", "_inbox", "_review", "_archive", "_idea-incubator"
-STATUSES = ("active", "resolved", "superseded", "incubating", "promoted", "archived")
-# Frontmatter keys in the order memvault writes them; other keys follow in their own order.
-KEY_ORDER = (
-    "kind",
-    "status",
-    "created",
-    "updated",
-    "tags",
-    "group",
-    "always_load",
-    "supersedes",
-    "superseded_by",
-    "supersede_reason",
-    "confidence",
-    "source",
-    "private",
-)
-
-
-@dataclass(frozen=True)
-class NoteFile:
-    """One note as read from disk."""
-
-    path: str  # vault-relative, POSIX
-    note: notes.Note
-    mtime_ns: int
-    size: int
-
-    @property
-    def title(self) -> str:
-        return notes.title_of(self.note, Path(self.path).stem)
-
-
-@dataclass(frozen=True)
-class Entry:
-    """The summary of a note that listings and health work from."""
-
-    path: str
-    title: str
-    kind: str | None
-    status: str
-    group: str | None
-    tags: tuple[str, ...]
-    always_load: bool
-    private: bool
-    updated: str | None
-    in_memory: bool  # under the MemoryVault folder
-    error: str | None = None  # unreadable file or invalid frontmatter
-
-
-@dataclass(frozen=True)
-class WriteResult:
-    op: str
-    path: str  # the note the caller cares about (the new entry for evolve)
-    paths: tuple[str, ...]  # every file touched
-    commit: str | None = None
-    archived: str | None = None
-    warning: str | None = None
+__all__ = ["Entry", "NoteFile", "Vault", "WriteResult", "open_vault"]
 
 
 def open_vault(path: str | os.PathLike[str] | None = None, *, config: config_mod.Config | None = None) -> Vault:
@@ -112,7 +54,7 @@ class Vault:
 
     def list(
         self, *, scope: str = "memory", group: str | None = None, kind: str | None = None, status: str | None = None
-    ) -> list[Entry]:
+    ) -> builtins.list[Entry]:
         """Entries under MemoryVault/ (`scope="memory"`) or the whole read scope (`"all"`)."""
         under = self.folder if scope == "memory" else ""
         if under and not self.memory_dir.is_dir():
@@ -127,14 +69,11 @@ class Vault:
             and (status is None or e.status == status)
         ]
 
-    def iter_files(self, scope: str = "all") -> Iterator[tuple[str, NoteFile | MemvaultError]]:
-        """Every note in scope with its parsed content, or the error that prevented reading it."""
-        under = self.folder if scope == "memory" else ""
-        for rel in store.list_markdown(self.root, self.ignore, under=under).notes:
-            try:
-                yield rel, self.read(rel)
-            except MemvaultError as exc:
-                yield rel, exc
+    def _entry(self, rel: str) -> Entry:
+        try:
+            return model.entry(rel, self.read(rel), self.group_of(rel), rel.startswith(self.folder + "/"))
+        except MemvaultError as exc:
+            return model.unreadable_entry(rel, self.group_of(rel), rel.startswith(self.folder + "/"), str(exc))
 
     def group_of(self, rel: str) -> str | None:
         parts = rel.split("/")
@@ -160,16 +99,16 @@ class Vault:
         folder: str | None = None,
     ) -> WriteResult:
         """Write `MemoryVault/<group>/<kind>/<slug>.md` (or `<group>/<folder>/…` for `_inbox` etc.)."""
-        kind_s, slug_s = _slug(kind, "kind"), _slug(slug, "slug")
-        group_s = _slug(group or self.config.vault.default_group, "group")
+        kind_s, slug_s = model.slug(kind, "kind"), model.slug(slug, "slug")
+        group_s = model.slug(group or self.config.vault.default_group, "group")
         rel = f"{self.folder}/{group_s}/{folder or kind_s}/{slug_s}.md"
-        given, body = _split_given(body)
+        given, body = model.split_given(body)
         stamp = notes.now()
         fields: dict[str, Any] = {**given, **(meta or {}), "kind": kind_s, "group": group_s, "updated": stamp}
         fields["source"] = source if source != "manual" or "source" not in fields else fields["source"]
         if confidence:
             fields["confidence"] = confidence
-        tag_list = _tags(tags) or _tags(_as_list(given.get("tags")))
+        tag_list = model.tags(tags) or model.tags(model.as_list(given.get("tags")))
         with self._mutation():
             target, rel = safety.resolve_target(self.root, rel, self.folder)
             existing = self._existing(target, rel, expected_mtime_ns)
@@ -188,10 +127,10 @@ class Vault:
             if existing is None:
                 fields.setdefault("status", "active")
                 fields.setdefault("created", stamp)
-                note = notes.new_note(_ordered(fields), safety.strip_private(body))
+                note = notes.new_note(model.ordered(fields), safety.strip_private(body))
             else:
                 fields.pop("created", None)
-                note = notes.with_body(notes.with_meta(_valid(existing, rel), fields), safety.strip_private(body))
+                note = notes.with_body(notes.with_meta(model.valid(existing, rel), fields), safety.strip_private(body))
             text = self._checked(notes.dump(note), rel)
             intent = self._intent("save", rel, [journal.FileOp(rel, text, journal.digest(target))])
             return self._commit(intent, rel)
@@ -217,14 +156,14 @@ class Vault:
             old_file = self._existing(old_target, old_rel, expected_mtime_ns)
             if old_file is None:
                 raise SafetyError(f"{old_rel}: no such note to evolve", code="missing", path=old_rel)
-            old_note = _valid(old_file, old_rel)
+            old_note = model.valid(old_file, old_rel)
             if old_note.meta.get("status") in ("superseded", "archived"):
                 raise SafetyError(
                     f"{old_rel} is already {old_note.meta['status']} (by {old_note.meta.get('superseded_by', '?')})",
                     code="conflict",
                     path=old_rel,
                 )
-            new_rel = old_rel if slug is None else f"{old_rel.rsplit('/', 1)[0]}/{_slug(slug, 'slug')}.md"
+            new_rel = old_rel if slug is None else f"{old_rel.rsplit('/', 1)[0]}/{model.slug(slug, 'slug')}.md"
             new_target, new_rel = safety.resolve_target(self.root, new_rel, self.folder, outside=outside)
             if new_rel != old_rel and new_target.exists():
                 raise SafetyError(f"{new_rel} already exists", code="conflict", path=new_rel)
@@ -232,7 +171,7 @@ class Vault:
             _, archive_rel = safety.resolve_target(self.root, archive_rel, self.folder)
             stamp = notes.now()
             archived = notes.with_meta(old_note, {"status": "superseded", "superseded_by": new_rel, "updated": stamp})
-            given, body = _split_given(body)
+            given, body = model.split_given(body)
             carried = {
                 k: v
                 for k, v in old_note.meta.items()
@@ -249,10 +188,10 @@ class Vault:
                 "source": source,
             }
             if tags is not None:
-                fields["tags"] = _tags(tags)
+                fields["tags"] = model.tags(tags)
             if confidence:
                 fields["confidence"] = confidence
-            text = self._checked(notes.dump(notes.new_note(_ordered(fields), safety.strip_private(body))), new_rel)
+            text = self._checked(notes.dump(notes.new_note(model.ordered(fields), safety.strip_private(body))), new_rel)
             ops = [
                 journal.FileOp(archive_rel, notes.dump(archived), journal.ABSENT),
                 journal.FileOp(new_rel, text, journal.digest(new_target)),
@@ -279,7 +218,7 @@ class Vault:
             existing = self._existing(target, rel, expected_mtime_ns)
             if existing is None:
                 raise SafetyError(f"{rel}: no such note", code="missing", path=rel)
-            note = notes.with_meta(_valid(existing, rel), {**(meta or {}), "updated": notes.now()}, remove)
+            note = notes.with_meta(model.valid(existing, rel), {**(meta or {}), "updated": notes.now()}, remove)
             if body is not None:
                 note = notes.with_body(note, safety.strip_private(body))
             text = self._checked(notes.dump(note), rel)
@@ -303,7 +242,7 @@ class Vault:
             )
             return WriteResult("undo", touched[0] if touched else "", touched, commit=sha)
 
-    def init_structure(self) -> list[str]:
+    def init_structure(self) -> builtins.list[str]:
         """Create the MemoryVault/ folders of SPEC §3 that are missing; returns the ones created."""
         group = self.config.vault.default_group
         wanted = [f"{group}/{d}" for d in (ALWAYS_LOAD, INBOX, REVIEW, ARCHIVE, INCUBATOR)]
@@ -316,7 +255,7 @@ class Vault:
                 created.append(f"{self.folder}/{rel}")
         return created
 
-    def recover(self) -> list[str]:
+    def recover(self) -> builtins.list[str]:
         """Finish (or set aside) mutations a crash interrupted; returns what was replayed."""
         if not journal.pending(self.journal_dir):
             return []
@@ -337,7 +276,7 @@ class Vault:
         paths.ensure_private_dir(self.journal_dir)
         return self.state_dir / "vault.lock"
 
-    def _replay(self) -> list[str]:
+    def _replay(self) -> builtins.list[str]:
         done = []
         for path in journal.pending(self.journal_dir):
             try:
@@ -379,7 +318,7 @@ class Vault:
     def git_repo(self) -> Path | None:
         return gitops.repo_root(self.root) if self.config.git.commit == "auto" else None
 
-    def _intent(self, op: str, target: str, ops: list[journal.FileOp], reason: str = "") -> journal.Intent:
+    def _intent(self, op: str, target: str, ops: builtins.list[journal.FileOp], reason: str = "") -> journal.Intent:
         subject = self.config.git.message.format(
             op=op, target=target.removeprefix(self.folder + "/").removesuffix(".md"), reason=reason
         )
@@ -416,84 +355,3 @@ class Vault:
         while (self.root / candidate).exists():
             candidate, n = f"{base}.{day}-{n}.md", n + 1
         return candidate
-
-    def _entry(self, rel: str) -> Entry:
-        in_memory = rel.startswith(self.folder + "/")
-        try:
-            nf = self.read(rel)
-        except MemvaultError as exc:
-            return Entry(
-                rel,
-                Path(rel).stem,
-                None,
-                "unreadable",
-                self.group_of(rel),
-                (),
-                False,
-                False,
-                None,
-                in_memory,
-                error=str(exc),
-            )
-        meta = nf.note.meta
-        return Entry(
-            path=rel,
-            title=nf.title,
-            kind=_str(meta.get("kind")),
-            status=_str(meta.get("status")) or "active",
-            group=self.group_of(rel),
-            tags=tuple(str(t) for t in _as_list(meta.get("tags"))),
-            always_load=meta.get("always_load") is True or f"/{ALWAYS_LOAD}/" in rel,
-            private=meta.get("private") is True,
-            updated=_str(meta.get("updated")),
-            in_memory=in_memory,
-            error=nf.note.error,
-        )
-
-
-def _slug(value: str, what: str) -> str:
-    slug = notes.slugify(value)
-    if not slug or slug.startswith("."):
-        raise MemvaultError(f"{what} {value!r} has no usable characters for a file name", code="usage")
-    return slug
-
-
-def _tags(tags: Iterable[str]) -> list[str]:
-    out: list[str] = []
-    for tag in tags:
-        clean = str(tag).strip().lstrip("#")
-        if clean and clean not in out:
-            out.append(clean)
-    return out
-
-
-def _split_given(body: str) -> tuple[dict[str, Any], str]:
-    """A body may start with its own frontmatter: its keys are taken as given metadata."""
-    parsed = notes.parse(body)
-    if parsed.error is not None:
-        raise InvalidNote(f"the frontmatter of the given content is not valid YAML: {parsed.error}")
-    text = parsed.body if parsed.frontmatter is not None else body
-    if text and not text.endswith("\n"):
-        text += "\n"
-    return dict(parsed.meta), text
-
-
-def _valid(nf: NoteFile, rel: str) -> notes.Note:
-    if not nf.note.ok:
-        raise InvalidNote(f"{rel}: frontmatter is not valid YAML ({nf.note.error}); fix it in Obsidian first", path=rel)
-    return nf.note
-
-
-def _ordered(fields: Mapping[str, Any]) -> dict[str, Any]:
-    head = {k: fields[k] for k in KEY_ORDER if k in fields}
-    return {**head, **{k: v for k, v in fields.items() if k not in head}}
-
-
-def _as_list(value: Any) -> list[Any]:
-    if value is None:
-        return []
-    return list(value) if isinstance(value, (list, tuple)) else [value]
-
-
-def _str(value: Any) -> str | None:
-    return None if value is None else (value.isoformat() if hasattr(value, "isoformat") else str(value))

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The test command: create .venv if needed, install memvault with its extras, lint, run pytest.
+# The test command: create .venv if needed, install memvault with its extras, lint, type-check, run pytest.
 # Extra arguments go to pytest (e.g. scripts/test.sh -k crash -x).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +16,7 @@ PY=.venv/bin/python
 "$PY" -m pip install --quiet -e ".[embeddings,dev]"
 
 "$PY" -m ruff check memvault tests scripts
+"$PY" -m mypy memvault
 
 set +e
 "$PY" -m pytest "$@"
