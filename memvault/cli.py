@@ -29,6 +29,8 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except MemvaultError as exc:
+            if exc.code == "usage":
+                raise click.UsageError(exc.args[0]) from None
             raise click.ClickException(str(exc)) from None
 
 
@@ -254,6 +256,8 @@ def _render_health(report: health_mod.Health) -> None:
         out.print(f"[yellow]conflict copy:[/] {line}")
     for line in report.invalid:
         out.print(f"[yellow]invalid:[/] {line}")
+    for line in report.skipped:
+        out.print(f"[yellow]skipped:[/] {line}")
     for line in report.warnings:
         out.print(f"[yellow]warning:[/] {line}")
     for line in report.problems:

@@ -179,7 +179,7 @@ def write_vault_root(vault_root: Path, path: Path | None = None) -> Path:
     from_dict({**data, "vault": section}, origin=str(path))  # never write a file we would refuse to read
     # Only the `vault:` block is rewritten; the user's comments and other sections stay as they are.
     text = notes.with_meta(notes.Note(body="", meta=data, frontmatter=raw), {"vault": section}).frontmatter or ""
-    paths.ensure_private_dir(path.parent)
+    path.parent.mkdir(parents=True, exist_ok=True)
     store.atomic_write(path, text.encode("utf-8"))
     return path
 
@@ -193,6 +193,20 @@ def _section(name: str, values: dict[str, Any], origin: str) -> Any:
         if key not in known:
             raise ConfigError(f"{origin}: unknown key '{name}.{key}'{_suggest(f'{name}.{key}', _all_keys())}")
         kwargs[key] = _coerce(f"{name}.{key}", value, hints[key], known[key].metadata, origin)
+    if name == "git" and "message" in kwargs:
+        try:
+            kwargs["message"].format(op="save", target="t", reason="r")
+        except (KeyError, IndexError, ValueError) as exc:
+            allowed = "{op}, {target} and {reason}"
+            raise ConfigError(f"{origin}: 'git.message' may only use {allowed} ({exc!r})") from None
+    if name == "vault" and "folder" in kwargs:
+        folder = kwargs["folder"].strip("/")
+        if not folder or folder in (".", "..") or any(c in folder for c in "/\\:"):
+            raise ConfigError(f"{origin}: 'vault.folder' must be one folder name inside the vault, got {folder!r}")
+    group = kwargs.get("default_group") if name == "vault" else None
+    if group is not None and notes.slugify(group) != group:
+        hint = notes.slugify(group)
+        raise ConfigError(f"{origin}: 'vault.default_group' must be a slug like {hint!r}, got {group!r}")
     return cls(**kwargs)
 
 

@@ -6,6 +6,7 @@ never swept into them. Undo never resets: it adds a revert commit.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -16,7 +17,6 @@ from .errors import GitError
 
 TRAILER_OP = "Memvault-Op"
 TRAILER_REVERTS = "Memvault-Reverts"
-_FALLBACK_ID = {"GIT_AUTHOR_NAME": "memvault", "GIT_AUTHOR_EMAIL": "memvault@localhost"}
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,8 @@ def revert(root: Path, target: MemvaultCommit) -> str:
         _git(root, "revert", "--no-commit", target.sha)
     except GitError as exc:
         subprocess.run(["git", "revert", "--abort"], cwd=root, capture_output=True, check=False)
-        raise GitError(f"cannot undo {target.sha[:8]}: the notes changed since ({exc})", code="conflict") from None
+        why = f"cannot undo {target.sha[:8]}: the notes changed since ({exc.args[0]})"
+        raise GitError(why, code="conflict") from None
     subject = f"memvault: undo {target.subject.removeprefix('memvault: ')}"
     message = f"{subject}\n\n{TRAILER_OP}: undo\n{TRAILER_REVERTS}: {target.sha}\n"
     _git(root, "commit", "--quiet", "--no-verify", "-m", message)
@@ -94,11 +95,21 @@ def _trailers(body: str) -> dict[str, str]:
 
 
 def _git(cwd: Path, *args: str) -> str:
-    env = dict(os.environ)
-    for key, value in _FALLBACK_ID.items():  # commits must work in a repo with no identity configured
-        env.setdefault(key, value)
-        env.setdefault(key.replace("AUTHOR", "COMMITTER"), value)
+    env = {**os.environ, **_fallback_identity(str(cwd))}
     proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, env=env, check=False)
     if proc.returncode != 0:
-        raise GitError(f"git {args[0]} failed: {(proc.stderr or proc.stdout).strip().splitlines()[-1:] or ['?']}")
+        lines = [ln.strip() for ln in (proc.stderr or proc.stdout).splitlines() if ln.strip()]
+        cause = next((ln for ln in lines if ln.startswith(("error:", "fatal:"))), lines[0] if lines else "no output")
+        raise GitError(f"git {args[0]} failed: {cause}")
     return proc.stdout
+
+
+@functools.lru_cache(maxsize=16)
+def _fallback_identity(cwd: str) -> dict[str, str]:
+    """Commits must work in a repo with no identity configured; a configured one is never overridden."""
+    env: dict[str, str] = {}
+    for key, value in (("name", "memvault"), ("email", "memvault@localhost")):
+        probe = subprocess.run(["git", "config", f"user.{key}"], cwd=cwd, capture_output=True, text=True, check=False)
+        if not probe.stdout.strip():
+            env[f"GIT_AUTHOR_{key.upper()}"] = env[f"GIT_COMMITTER_{key.upper()}"] = value
+    return env

@@ -59,7 +59,7 @@ def check(vault: Vault) -> Health:
     if copies:
         warnings.append(f"{len(copies)} sync conflict cop{'y' if len(copies) == 1 else 'ies'}: merge them by hand")
     if invalid:
-        warnings.append(f"{len(invalid)} note(s) with unreadable frontmatter are skipped by memvault")
+        warnings.append(f"{len(invalid)} note(s) with invalid frontmatter or unreadable text: memvault won't edit them")
     inbox = sum(1 for e in entries if "/_inbox/" in e.path)
     review = sum(1 for e in entries if "/_review/" in e.path)
     if inbox > vault.config.reflection.inbox_warn:

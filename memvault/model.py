@@ -121,6 +121,15 @@ def split_given(body: str) -> tuple[dict[str, Any], str]:
     return dict(parsed.meta), text
 
 
+def check_fields(fields: Mapping[str, Any], body: str | None) -> None:
+    """Refuse an unknown status and empty content (usage errors, not safety refusals)."""
+    status = fields.get("status")
+    if status is not None and status not in STATUSES:
+        raise MemvaultError(f"status {status!r} is not one of {', '.join(STATUSES)}", code="usage")
+    if body is not None and not body.strip():
+        raise MemvaultError("the content is empty: give the text of the entry", code="usage")
+
+
 def valid(nf: NoteFile, rel: str) -> notes.Note:
     if not nf.note.ok:
         raise InvalidNote(f"{rel}: frontmatter is not valid YAML ({nf.note.error}); fix it in Obsidian first", path=rel)

@@ -23,6 +23,7 @@ _Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 _OPEN = re.compile(r"---[ \t]*(\r?\n)")
 _CLOSE = re.compile(r"^---[ \t]*(?:\r?\n|\Z)", re.MULTILINE)
+_FENCED = re.compile(r"^(```|~~~).*?^\1[ \t]*$", re.MULTILINE | re.DOTALL)
 _H1 = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 # A top-level mapping key starts a line: not indented, not a comment, not a list item.
 _TOP_KEY = re.compile(
@@ -116,7 +117,7 @@ def with_meta(note: Note, updates: Mapping[str, Any], remove: Iterable[str] = ()
 
 def title_of(note: Note, fallback: str) -> str:
     """The first H1 of the body, else a `title` property, else `fallback` (usually the file stem)."""
-    match = _H1.search(note.body)
+    match = _H1.search(_FENCED.sub("", note.body))
     if match:
         return match.group(1).strip()
     title = note.meta.get("title") if note.ok else None

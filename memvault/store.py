@@ -23,9 +23,7 @@ from .errors import MemvaultError, VaultBusy
 DEFAULT_IGNORE = (".obsidian", ".trash", ".git", ".stversions", "node_modules", "_meta")
 TEMP_SUFFIX = ".memvault.tmp"
 # Copies left by sync tools: Obsidian Sync / Dropbox / iCloud "(conflict …)", Syncthing ".sync-conflict-…".
-_CONFLICT = re.compile(
-    r"(\((?:[^)]*\s)?conflict(?:ed)?(?: copy)?[^)]*\)|\.sync-conflict-\d{8}-\d{6}|conflicted copy)", re.I
-)
+_CONFLICT = re.compile(r"(\([^)]*conflict[^)]*\d[^)]*\)|\.sync-conflict-\d{8}-\d{6})", re.IGNORECASE)
 
 
 @dataclass(frozen=True)

@@ -109,6 +109,7 @@ class Vault:
         if confidence:
             fields["confidence"] = confidence
         tag_list = model.tags(tags) or model.tags(model.as_list(given.get("tags")))
+        model.check_fields(fields, body)
         with self._mutation():
             target, rel = safety.resolve_target(self.root, rel, self.folder)
             existing = self._existing(target, rel, expected_mtime_ns)
@@ -131,9 +132,9 @@ class Vault:
             else:
                 fields.pop("created", None)
                 note = notes.with_body(notes.with_meta(model.valid(existing, rel), fields), safety.strip_private(body))
-            text = self._checked(notes.dump(note), rel)
+            text, warning = self._checked(notes.dump(note), rel)
             intent = self._intent("save", rel, [journal.FileOp(rel, text, journal.digest(target))])
-            return self._commit(intent, rel)
+            return self._commit(intent, rel, warning=warning)
 
     def evolve(
         self,
@@ -172,6 +173,7 @@ class Vault:
             stamp = notes.now()
             archived = notes.with_meta(old_note, {"status": "superseded", "superseded_by": new_rel, "updated": stamp})
             given, body = model.split_given(body)
+            model.check_fields(given, body)
             carried = {
                 k: v
                 for k, v in old_note.meta.items()
@@ -191,15 +193,17 @@ class Vault:
                 fields["tags"] = model.tags(tags)
             if confidence:
                 fields["confidence"] = confidence
-            text = self._checked(notes.dump(notes.new_note(model.ordered(fields), safety.strip_private(body))), new_rel)
+            new_note = notes.new_note(model.ordered(fields), safety.strip_private(body))
+            text, warning = self._checked(notes.dump(new_note), new_rel)
             ops = [
                 journal.FileOp(archive_rel, notes.dump(archived), journal.ABSENT),
                 journal.FileOp(new_rel, text, journal.digest(new_target)),
             ]
             if new_rel != old_rel:
                 ops.append(journal.FileOp(old_rel, None, journal.digest(old_target)))
+            ops += self._relink_predecessor(old_note, old_rel, archive_rel)
             intent = self._intent("evolve", new_rel, ops, reason=reason.strip())
-            return self._commit(intent, new_rel, archived=archive_rel)
+            return self._commit(intent, new_rel, archived=archive_rel, warning=warning)
 
     def update(
         self,
@@ -213,6 +217,7 @@ class Vault:
         op: str = "update",
     ) -> WriteResult:
         """Change some frontmatter keys and/or the body of an existing note; everything else is kept."""
+        model.check_fields(meta or {}, body)
         with self._mutation():
             target, rel = safety.resolve_target(self.root, rel, self.folder, outside=outside)
             existing = self._existing(target, rel, expected_mtime_ns)
@@ -221,8 +226,9 @@ class Vault:
             note = notes.with_meta(model.valid(existing, rel), {**(meta or {}), "updated": notes.now()}, remove)
             if body is not None:
                 note = notes.with_body(note, safety.strip_private(body))
-            text = self._checked(notes.dump(note), rel)
-            return self._commit(self._intent(op, rel, [journal.FileOp(rel, text, journal.digest(target))]), rel)
+            text, warning = self._checked(notes.dump(note), rel)
+            intent = self._intent(op, rel, [journal.FileOp(rel, text, journal.digest(target))])
+            return self._commit(intent, rel, warning=warning)
 
     def undo(self) -> WriteResult:
         """Revert the last memvault commit with `git revert` (never a reset)."""
@@ -296,11 +302,14 @@ class Vault:
         store.sweep_temp_files(self.journal_dir)
         return done
 
-    def _commit(self, intent: journal.Intent, rel: str, archived: str | None = None) -> WriteResult:
+    def _commit(
+        self, intent: journal.Intent, rel: str, archived: str | None = None, warning: str | None = None
+    ) -> WriteResult:
         record = journal.write(self.journal_dir, intent)
         journal.apply(self.root, intent)
-        sha, warning = self._git_commit(intent)
+        sha, git_warning = self._git_commit(intent)
         record.unlink()
+        warning = "; ".join(w for w in (warning, git_warning) if w) or None
         return WriteResult(intent.op, rel, tuple(intent.paths), commit=sha, archived=archived, warning=warning)
 
     def _git_commit(self, intent: journal.Intent) -> tuple[str | None, str | None]:
@@ -342,10 +351,27 @@ class Vault:
             )
         return current
 
-    def _checked(self, text: str, rel: str) -> str:
-        return safety.check_content(
+    def _checked(self, text: str, rel: str) -> tuple[str, str | None]:
+        """The text to write, and a warning when secrets were redacted from it."""
+        out = safety.check_content(
             text, max_bytes=self.config.vault.max_note_kb * 1024, secrets_mode=self.config.vault.secrets, where=rel
         )
+        return out, ("secrets were redacted before writing (vault.secrets: redact)" if out != text else None)
+
+    def _relink_predecessor(self, old: notes.Note, old_rel: str, archive_rel: str) -> builtins.list[journal.FileOp]:
+        """The entry `old` superseded pointed at `old_rel`; once `old` is archived it must point at the archive."""
+        prior = old.meta.get("supersedes")
+        if not isinstance(prior, str) or not prior.endswith(".md"):
+            return []
+        try:
+            target, prior = safety.resolve_target(self.root, prior, self.folder)
+            nf = self.read(prior)
+        except MemvaultError:
+            return []  # a dangling or foreign link is left as the user wrote it
+        if not nf.note.ok or nf.note.meta.get("superseded_by") != old_rel:
+            return []
+        text = notes.dump(notes.with_meta(nf.note, {"superseded_by": archive_rel}))
+        return [journal.FileOp(prior, text, journal.digest(target))]
 
     def _archive_path(self, old_rel: str) -> str:
         under = old_rel.removeprefix(self.folder + "/") if old_rel.startswith(self.folder + "/") else old_rel

@@ -112,6 +112,9 @@ def test_no_vault_and_usage_errors() -> None:
     assert "[no_vault]" in run("health", code=1).output
     assert "Missing option '--reason'" in run("--vault", ".", "evolve", "a.md", "x", code=2).output
     assert "No such command" in run("frobnicate", code=2).output
+    assert (
+        "content is empty" in run("--vault", str(REPO / "examples" / "vault"), "save", "fix", "x", " ", code=2).output
+    )
 
 
 @pytest.mark.parametrize("name", sorted(cli.commands))

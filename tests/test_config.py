@@ -62,6 +62,9 @@ def test_memvault_config_points_at_another_file(tmp_path: Path, monkeypatch: pyt
         ("- just\n- a list\n", "the top level must be a mapping"),
         ("recall: [1, 2]\n", "'recall' must be a mapping of keys"),
         ("recall:\n  k: [unclosed\n", "cannot read config"),
+        ("git:\n  message: '{op} {nope}'\n", "'git.message' may only use {op}, {target} and {reason}"),
+        ("vault:\n  folder: ../escape\n", "'vault.folder' must be one folder name inside the vault"),
+        ("vault:\n  default_group: My Stuff\n", "'vault.default_group' must be a slug like 'my-stuff'"),
     ],
 )
 def test_invalid_values_name_the_key(memvault_home: Path, text: str, message: str) -> None:

@@ -88,3 +88,11 @@ def test_commits_can_be_switched_off(vault_dir: Path) -> None:
     vault = open_vault(vault_dir, config=from_dict({"git": {"commit": "never"}}))
     assert vault.save("fix", "one", "text\n").commit is None
     assert git(vault_dir, "rev-list", "--all").strip() == ""
+
+
+def test_a_configured_identity_is_kept_and_a_missing_one_has_a_fallback(vault_dir: Path) -> None:
+    git(vault_dir, "init", "-q")
+    git(vault_dir, "config", "user.name", "Dana Kim")
+    git(vault_dir, "config", "user.email", "dana@example.org")
+    open_vault(vault_dir).save("fix", "one", "text\n")
+    assert git(vault_dir, "log", "-1", "--format=%an <%ae>").strip() == "Dana Kim <dana@example.org>"

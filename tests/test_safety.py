@@ -91,6 +91,7 @@ def test_secrets_are_refused_by_default(vault, secret: str) -> None:
 def test_secrets_can_be_redacted_instead(vault_dir: Path) -> None:
     vault = open_vault(vault_dir, config=from_dict({"vault": {"secrets": "redact"}}))
     result = vault.save("fix", "deploy-creds", f"Use key {CLOUD_KEY} for the bucket.\n")
+    assert result.warning and "redacted" in result.warning
     text = (vault.root / result.path).read_text()
     assert CLOUD_KEY not in text and "[REDACTED:aws_access_key_id]" in text
 

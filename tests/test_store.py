@@ -85,6 +85,7 @@ def test_temp_files_are_swept_and_never_listed(tmp_path: Path) -> None:
         ("note.sync-conflict-20261102-101112-ABCDEFG.md", True),
         ("note (1).md", False),
         ("conflict resolution.md", False),
+        ("Conflict resolution (conflict theory).md", False),
     ],
 )
 def test_sync_conflict_copies_are_recognised(name: str, conflict: bool) -> None:

@@ -7,7 +7,7 @@ import datetime as dt
 import pytest
 
 from memvault import open_vault
-from memvault.errors import VaultNotFound
+from memvault.errors import MemvaultError, VaultNotFound
 
 FORMATTER = "MemoryVault/personal-private/preference/python-formatter.md"
 
@@ -123,3 +123,34 @@ def test_open_vault_errors_are_clear(tmp_path) -> None:
         open_vault()
     with pytest.raises(VaultNotFound, match="does not exist"):
         open_vault(tmp_path / "unmounted")
+
+
+def test_evolving_a_chain_relinks_the_previous_archive(vault) -> None:
+    first = vault.evolve(FORMATTER, "ruff format, line length 110\n", reason="wider screens")
+    second = vault.evolve(FORMATTER, "ruff format, line length 120\n", reason="even wider")
+    oldest = "MemoryVault/personal-private/_archive/personal-private/preference/python-formatter.20260612.md"
+    assert vault.read(oldest).note.meta["superseded_by"] == first.archived  # was: the live path
+    assert vault.read(first.archived).note.meta["superseded_by"] == second.archived
+    assert vault.read(second.archived).note.meta["superseded_by"] == FORMATTER
+    assert oldest in first.paths and first.archived in second.paths
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda v: v.save("fix", "empty", "  \n"), "content is empty"),
+        (lambda v: v.save("fix", "odd", "---\nstatus: bogus\n---\ntext"), "status 'bogus'"),
+        (lambda v: v.update(FORMATTER, meta={"status": "done"}), "status 'done'"),
+        (lambda v: v.save("fix", "!!!", "text"), "no usable characters"),
+        (lambda v: v.evolve(FORMATTER, "text", reason="  "), "needs a --reason"),
+    ],
+)
+def test_usage_errors(vault, call, message: str) -> None:
+    with pytest.raises(MemvaultError, match=message) as exc:
+        call(vault)
+    assert exc.value.code == "usage"
+
+
+def test_titles_skip_code_blocks(vault) -> None:
+    result = vault.save("fix", "bash-comments", "```bash\n# not a title\nls\n```\n\n# Real title\n")
+    assert vault.read(result.path).title == "Real title"
