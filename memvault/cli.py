@@ -12,7 +12,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from . import __version__
+from . import __version__, notes
 from . import config as config_mod
 from . import health as health_mod
 from .errors import MemvaultError
@@ -224,7 +224,7 @@ def show(state: _State, path: str, as_json: bool) -> None:
         return
     if nf.note.error:
         err.print(f"[yellow]warning:[/] frontmatter is not valid YAML: {nf.note.error}")
-    click.echo((nf.note.frontmatter and f"---\n{nf.note.frontmatter}---\n{nf.note.body}") or nf.note.body, nl=False)
+    click.echo(notes.dump(nf.note), nl=False)  # exactly the file, fences and line endings included
 
 
 @cli.command()
