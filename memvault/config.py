@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import os
 import types
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any, Union, get_args, get_origin, get_type_hints
@@ -19,8 +20,36 @@ from . import notes, paths, store
 from .errors import ConfigError
 
 
-def _opt(default: Any, *, choices: tuple[str, ...] = (), low: float | None = None, high: float | None = None) -> Any:
-    return field(default=default, metadata={"choices": choices, "low": low, "high": high})
+def _opt(
+    default: Any,
+    *,
+    choices: tuple[str, ...] = (),
+    low: float | None = None,
+    high: float | None = None,
+    check: Callable[[str], str | None] | None = None,
+) -> Any:
+    """A field with its validation rules; `check` returns what is wrong with a string value, or None."""
+    return field(default=default, metadata={"choices": choices, "low": low, "high": high, "check": check})
+
+
+def _one_folder(value: str) -> str | None:
+    folder = value.strip("/")
+    if not folder or folder in (".", "..") or any(c in folder for c in "/\\:"):
+        return f"must be one folder name inside the vault, got {folder!r}"
+    return None
+
+
+def _slug_only(value: str) -> str | None:
+    hint = notes.slugify(value)
+    return None if hint == value else f"must be a slug like {hint!r}, got {value!r}"
+
+
+def _commit_template(value: str) -> str | None:
+    try:
+        value.format(op="save", target="t", reason="r")
+    except (KeyError, IndexError, ValueError) as exc:
+        return f"may only use {{op}}, {{target}} and {{reason}} ({exc!r})"
+    return None
 
 
 @dataclass(frozen=True)
@@ -33,8 +62,8 @@ class MemorySettings:
 @dataclass(frozen=True)
 class VaultSettings:
     root: str | None = None  # the Obsidian vault (MEMVAULT_VAULT overrides)
-    folder: str = "MemoryVault"  # write scope inside the vault
-    default_group: str = "personal-private"
+    folder: str = _opt("MemoryVault", check=_one_folder)  # write scope inside the vault
+    default_group: str = _opt("personal-private", check=_slug_only)
     ignore: tuple[str, ...] = ()  # extra ignore globs for the read scope
     max_note_kb: int = _opt(200, low=1, high=10_240)
     secrets: str = _opt("refuse", choices=("refuse", "redact"))
@@ -84,7 +113,7 @@ class GcSettings:
 @dataclass(frozen=True)
 class GitSettings:
     commit: str = _opt("auto", choices=("auto", "never"))  # auto = one commit per mutation when the vault is a repo
-    message: str = "memvault: {op} {target}"  # subject template; {op}, {target}, {reason}
+    message: str = _opt("memvault: {op} {target}", check=_commit_template)  # subject template; {op}, {target}, {reason}
 
 
 @dataclass(frozen=True)
@@ -193,20 +222,6 @@ def _section(name: str, values: dict[str, Any], origin: str) -> Any:
         if key not in known:
             raise ConfigError(f"{origin}: unknown key '{name}.{key}'{_suggest(f'{name}.{key}', _all_keys())}")
         kwargs[key] = _coerce(f"{name}.{key}", value, hints[key], known[key].metadata, origin)
-    if name == "git" and "message" in kwargs:
-        try:
-            kwargs["message"].format(op="save", target="t", reason="r")
-        except (KeyError, IndexError, ValueError) as exc:
-            allowed = "{op}, {target} and {reason}"
-            raise ConfigError(f"{origin}: 'git.message' may only use {allowed} ({exc!r})") from None
-    if name == "vault" and "folder" in kwargs:
-        folder = kwargs["folder"].strip("/")
-        if not folder or folder in (".", "..") or any(c in folder for c in "/\\:"):
-            raise ConfigError(f"{origin}: 'vault.folder' must be one folder name inside the vault, got {folder!r}")
-    group = kwargs.get("default_group") if name == "vault" else None
-    if group is not None and notes.slugify(group) != group:
-        hint = notes.slugify(group)
-        raise ConfigError(f"{origin}: 'vault.default_group' must be a slug like {hint!r}, got {group!r}")
     return cls(**kwargs)
 
 
@@ -247,6 +262,9 @@ def _coerce(dotted: str, value: Any, hint: Any, meta: Any, origin: str) -> Any:
         choices = meta.get("choices") or ()
         if choices and value not in choices:
             raise bad("one of " + ", ".join(choices))
+        problem = meta["check"](value) if meta.get("check") else None
+        if problem:
+            raise ConfigError(f"{origin}: '{dotted}' {problem}")
         return value
     if get_origin(hint) is tuple:
         items = [value] if isinstance(value, str) else value
