@@ -38,8 +38,8 @@ class Health:
 
 def check(vault: Vault) -> Health:
     listing = store.list_markdown(vault.root, vault.ignore)
-    memory = [rel for rel in listing.notes if rel.startswith(vault.folder + "/")]
-    entries = vault.list(scope="memory")
+    memory = [rel for rel in listing.notes if vault.in_memory(rel)]
+    entries = [vault.entry(rel) for rel in memory]  # one walk of the vault serves both counts
     groups: Counter[str] = Counter()
     kinds: Counter[str] = Counter()
     statuses: Counter[str] = Counter()

@@ -10,7 +10,7 @@ import os
 import re
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
-from . import secrets
+from . import secrets, store
 from .errors import SafetyError
 
 _PRIVATE = re.compile(r"<private>.*?(?:</private>|\Z)", re.IGNORECASE | re.DOTALL)
@@ -41,9 +41,10 @@ def resolve_target(root: Path, rel: str, folder: str, *, outside: bool = False) 
     target = root.joinpath(*parts)
     real_root = os.path.realpath(root)
     real = os.path.realpath(target)  # resolves symlinks in every existing component
-    if not (real.startswith(real_root.rstrip(os.sep) + os.sep)):
+    if real == real_root or not store.is_inside(real, real_root):
         raise SafetyError(f"{rel!r}: resolves outside the vault (symlink?)", code="path_escape", path=rel)
-    in_scope = real.startswith(os.path.join(real_root, folder) + os.sep)
+    scope = os.path.join(real_root, folder)
+    in_scope = real != scope and store.is_inside(real, scope)
     if not outside and not in_scope:
         raise SafetyError(
             f"{rel!r} is outside {folder}/; memvault only changes your own notes when asked (--outside)",

@@ -91,7 +91,7 @@ def list_markdown(root: Path, patterns: tuple[str, ...] = DEFAULT_IGNORE, under:
             dirnames[:] = []
             continue
         real_dir = os.path.realpath(dirpath)
-        if (st.st_dev, st.st_ino) in seen or not _inside(real_dir, real_root):
+        if (st.st_dev, st.st_ino) in seen or not is_inside(real_dir, real_root):
             skipped.append(
                 (_rel(root, dirpath), "symlink loop" if (st.st_dev, st.st_ino) in seen else "symlink leaves the vault")
             )
@@ -104,7 +104,7 @@ def list_markdown(root: Path, patterns: tuple[str, ...] = DEFAULT_IGNORE, under:
             rel = _join(rel_dir, name)
             if not name.lower().endswith(".md") or name.endswith(TEMP_SUFFIX) or is_ignored(rel, patterns):
                 continue
-            if not _inside(os.path.realpath(os.path.join(dirpath, name)), real_root):
+            if not is_inside(os.path.realpath(os.path.join(dirpath, name)), real_root):
                 skipped.append((rel, "symlink leaves the vault"))
                 continue
             found.append(rel)
@@ -209,7 +209,8 @@ def _read_capped(path: Path, max_bytes: int) -> bytes:
     return data
 
 
-def _inside(real: str, real_root: str) -> bool:
+def is_inside(real: str, real_root: str) -> bool:
+    """Whether real path `real` is `real_root` or below it (both already resolved)."""
     return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
 
 

@@ -60,7 +60,7 @@ class Vault:
         if under and not self.memory_dir.is_dir():
             return []
         listing = store.list_markdown(self.root, self.ignore, under=under)
-        entries = (self._entry(rel) for rel in listing.notes)
+        entries = (self.entry(rel) for rel in listing.notes)
         return [
             e
             for e in entries
@@ -69,11 +69,17 @@ class Vault:
             and (status is None or e.status == status)
         ]
 
-    def _entry(self, rel: str) -> Entry:
+    def entry(self, rel: str) -> Entry:
+        """The summary of one listed note; an unreadable file gives an entry with `error` set."""
+        group, in_memory = self.group_of(rel), self.in_memory(rel)
         try:
-            return model.entry(rel, self.read(rel), self.group_of(rel), rel.startswith(self.folder + "/"))
+            return model.entry(rel, self.read(rel), group, in_memory)
         except MemvaultError as exc:
-            return model.unreadable_entry(rel, self.group_of(rel), rel.startswith(self.folder + "/"), str(exc))
+            return model.unreadable_entry(rel, group, in_memory, str(exc))
+
+    def in_memory(self, rel: str) -> bool:
+        """Whether a vault-relative path is under the MemoryVault folder (the write scope)."""
+        return rel.startswith(self.folder + "/")
 
     def group_of(self, rel: str) -> str | None:
         parts = rel.split("/")
@@ -374,7 +380,7 @@ class Vault:
         return [journal.FileOp(prior, text, journal.digest(target))]
 
     def _archive_path(self, old_rel: str) -> str:
-        under = old_rel.removeprefix(self.folder + "/") if old_rel.startswith(self.folder + "/") else old_rel
+        under = old_rel.removeprefix(self.folder + "/")
         base = f"{self.folder}/{self.config.vault.default_group}/{ARCHIVE}/{under.removesuffix('.md')}"
         day = notes.now().strftime("%Y%m%d")
         candidate, n = f"{base}.{day}.md", 2
