@@ -14,9 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from . import config as config_mod
-from . import fault, gitops, journal, model, notes, paths, safety, store
+from . import fault, gitops, indexing, journal, model, notes, paths, safety, store
+from . import recall as recall_mod
 from .errors import GitError, MemvaultError, SafetyError, VaultNotFound
 from .model import ALWAYS_LOAD, ARCHIVE, INBOX, INCUBATOR, REVIEW, Entry, NoteFile, WriteResult
+from .sync import Progress, SyncReport
 
 __all__ = ["Entry", "NoteFile", "Vault", "WriteResult", "open_vault"]
 
@@ -84,6 +86,47 @@ class Vault:
     def group_of(self, rel: str) -> str | None:
         parts = rel.split("/")
         return parts[1] if len(parts) > 2 and parts[0] == self.folder else None
+
+    # ---- index and recall ----------------------------------------------------------------
+
+    @property
+    def index_file(self) -> Path:
+        return indexing.index_file(self.root, self.config)
+
+    def reindex(self, *, full: bool = False, vectors: str = "auto", progress: Progress | None = None) -> SyncReport:
+        """Bring the index up to date with the notes (see `indexing.reindex` for `vectors`)."""
+        return indexing.reindex(self.root, self.config, full=full, vectors=vectors, progress=progress)
+
+    def recall(
+        self,
+        query: str,
+        k: int | None = None,
+        *,
+        group: str | None = None,
+        include_inbox: bool = False,
+        include_private: bool = False,
+        wait_service: float = 0.0,
+        budget_ms: float | None = None,
+    ) -> recall_mod.Result:
+        """The notes most relevant to `query`: hits with path, title, score, vec_score, kw_score and snippet.
+
+        Private notes are left out unless `include_private` (never pass it for agent context).
+        `wait_service` seconds may be spent starting the warm embedding service; without it the
+        result is keyword-only until the service is up.
+        """
+        settings = self.config.recall
+        options = recall_mod.Options(
+            k=k or settings.k,
+            group=group,
+            include_inbox=include_inbox,
+            include_private=include_private,
+            fusion=settings.fusion,
+            vector_weight=settings.vector_weight,
+            keyword_weight=settings.keyword_weight,
+            # A person waiting for the service gets complete results; otherwise the hook's budget applies.
+            budget_ms=budget_ms or (10_000 if wait_service else settings.prompt_budget_ms),
+        )
+        return indexing.recall(self.root, self.config, query, options, wait_service=wait_service)
 
     # ---- writing -------------------------------------------------------------------------
 
@@ -252,7 +295,8 @@ class Vault:
             touched = tuple(
                 os.path.relpath(repo / p, self.root).replace(os.sep, "/") for p in gitops.changed_paths(repo, sha)
             )
-            return WriteResult("undo", touched[0] if touched else "", touched, commit=sha)
+            warning = indexing.refresh(self.root, self.config, touched)
+            return WriteResult("undo", touched[0] if touched else "", touched, commit=sha, warning=warning)
 
     def init_structure(self) -> builtins.list[str]:
         """Create the MemoryVault/ folders of SPEC §3 that are missing; returns the ones created."""
@@ -304,6 +348,7 @@ class Vault:
                 store.sweep_temp_files(folder)
             self._git_commit(intent)
             path.unlink()
+            indexing.refresh(self.root, self.config, intent.paths)
             done.append(intent.id)
         store.sweep_temp_files(self.journal_dir)
         return done
@@ -315,7 +360,8 @@ class Vault:
         journal.apply(self.root, intent)
         sha, git_warning = self._git_commit(intent)
         record.unlink()
-        warning = "; ".join(w for w in (warning, git_warning) if w) or None
+        index_warning = indexing.refresh(self.root, self.config, intent.paths)
+        warning = "; ".join(w for w in (warning, git_warning, index_warning) if w) or None
         return WriteResult(intent.op, rel, tuple(intent.paths), commit=sha, archived=archived, warning=warning)
 
     def _git_commit(self, intent: journal.Intent) -> tuple[str | None, str | None]:
