@@ -53,8 +53,9 @@ def chunks(body: str, max_chars: int = MAX_CHUNK_CHARS) -> list[Chunk]:
 def embed_text(title: str, tags: Iterable[str], chunk: Chunk) -> str:
     """What the model reads for a chunk: the title (and tags, on the first chunk) give short chunks context."""
     head = title
-    if chunk.heading:
-        head = f"{title} › {chunk.heading}" if title else chunk.heading
+    if chunk.heading:  # the heading path usually starts with the H1, which is the title
+        repeats = chunk.heading == title or chunk.heading.startswith(f"{title} › ")
+        head = chunk.heading if repeats or not title else f"{title} › {chunk.heading}"
     lines = [head] if head else []
     tag_line = " ".join(f"#{t}" for t in tags)
     if chunk.seq == 0 and tag_line:

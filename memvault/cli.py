@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from . import __version__, notes
@@ -310,9 +311,10 @@ def recall(
         return
     table = Table("#", "score", "vec", "kw", "entry", box=None)
     for rank, hit in enumerate(result.hits, 1):
-        where = f"[bold]{hit.title}[/]  [dim]{hit.path}{' › ' + hit.heading if hit.heading else ''}[/]"
+        section = f" › {hit.heading}" if hit.heading and hit.heading != hit.title else ""
+        where = f"[bold]{escape(hit.title)}[/]  [dim]{escape(hit.path + section)}[/]"
         table.add_row(str(rank), f"{hit.score:.3f}", f"{hit.vec_score:.2f}", f"{hit.kw_score:.2f}",
-                      f"{where}\n{hit.snippet}")  # fmt: skip
+                      f"{where}\n{escape(hit.snippet)}")  # fmt: skip
     out.print(table)
     out.print(f"[dim]{len(result.hits)} entries, {result.mode} search, {result.ms:.0f} ms[/]")
     if result.reason:

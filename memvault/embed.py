@@ -69,7 +69,11 @@ class Embedder:
         if not texts:
             return []
         matrix = self.model.encode(
-            list(texts), batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+            list(texts),
+            batch_size=batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
         )
         return [row.astype("<f4").tobytes() for row in matrix]
 
@@ -87,7 +91,7 @@ def load(spec: str = DEFAULT, *, threads: int | None = None) -> Embedder:
     torch.set_num_threads(threads or min(4, os.cpu_count() or 1))
     try:
         model = SentenceTransformer(path, device="cpu")
-    except Exception as exc:  # noqa: BLE001 - any loader failure means "no vectors", with the reason shown
+    except Exception as exc:  # any loader failure means "no vectors", with the reason shown
         raise EmbeddingUnavailable(
             f"cannot load embedding model {spec!r} offline: {exc}. Use a local folder or an installed package; "
             "set embedding.model or MEMVAULT_EMBEDDING_MODEL"

@@ -24,6 +24,10 @@ VEC_TABLE = "vec_chunks"
 
 # How far a note may travel into agent context; vectors carry it so KNN can pre-filter.
 VISIBLE, INBOX, PRIVATE, HIDDEN = 0, 1, 2, 3
+# Memory entries recalled into agent context: active ones, and fixes whose problem is resolved (the
+# fix is still the answer when the error comes back). Superseded, archived, incubating and promoted
+# entries are not.
+RECALLED_STATUSES = ("active", "resolved")
 
 
 def index_path(vault_root: Path, state_dir: Path, folder: str, location: str) -> Path:
@@ -57,7 +61,7 @@ class NoteRow:
     def visibility(self) -> int:
         if self.error or self.area == "_archive" or self.status in ("superseded", "archived"):
             return HIDDEN
-        if self.in_memory and self.status != "active":  # SPEC §5: only active entries are recalled
+        if self.in_memory and self.status not in RECALLED_STATUSES:
             return HIDDEN
         if self.private:
             return PRIVATE
@@ -124,6 +128,27 @@ def open_index(path: Path, *, vector: bool = True, rebuild: bool = False) -> Ind
         index = _open(path, vector)
         index.rebuilt = f"the index was damaged ({exc}) and has been rebuilt from the notes"
         return index
+
+
+def open_reader(path: Path) -> Index:
+    """Open an existing index for queries on the prompt path: no integrity check, no migrations, no writes.
+
+    Falls back to keyword-only (no vec0) when sqlite-vec cannot load here. Raises CorruptIndex when
+    the file is missing, damaged or was never migrated, so the caller can use its own fallback.
+    """
+    if not path.is_file():
+        raise CorruptIndex(f"no index at {path} yet; run `memvault reindex`", code="no_index")
+    try:
+        try:
+            conn, vector = db.connect(path, readonly=True), True
+        except db.VectorUnavailable:
+            conn, vector = db.connect(path, vector=False, readonly=True), False
+        if "0001_core" not in db.applied(conn):
+            conn.close()
+            raise CorruptIndex(f"the index {path} is not initialised; run `memvault reindex`", code="no_index")
+    except db.dbapi().DatabaseError as exc:
+        raise CorruptIndex(f"the index {path} is damaged ({exc}); run `memvault reindex --full`") from exc
+    return Index(conn, path, vector)
 
 
 def _open(path: Path, vector: bool) -> Index:

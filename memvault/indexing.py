@@ -89,6 +89,7 @@ def reindex(
     """
     import filelock
 
+    started = time.monotonic()
     state = paths.ensure_private_dir(paths.vault_state_dir(root))
     try:
         lock = filelock.FileLock(str(state / REINDEX_LOCK), timeout=lock_timeout)
@@ -110,6 +111,7 @@ def reindex(
                     report.model = embedder.name
             report.pending = index.pending_count()
             report.model = report.model or (index.vector_model() or (None, 0))[0]
+            report.seconds = time.monotonic() - started
             return report
         finally:
             index.close()
@@ -167,17 +169,17 @@ def query_embedder() -> rc.QueryEmbedder:
 
 
 def recall(root: Path, config: Config, query: str, options: rc.Options, *, wait_service: float = 0.0) -> rc.Result:
-    """Recall for a person or a script: syncs a missing index first and may wait for the warm service."""
-    path = index_file(root, config)
-    if not rc.index_exists(path):
-        reindex(root, config, vectors="none")
+    """Recall for a person or a script: notes changed on disk are synced first, and the warm service
+    may be started and waited for (`wait_service` seconds); then the index is queried.
+    """
     if wait_service > 0:
         ensure_service(config, wait=wait_service)
+    index, _ = open_index(root, config)
     try:
-        index = ix.open_index(path)
-    except db.VectorUnavailable:
-        index = ix.open_index(path, vector=False)
-    try:
+        changed = sync.sync(index, layout(root, config))
+        embedder = service_embedder(config) if index.vector and changed.pending else None
+        if embedder is not None:  # a few just-edited notes; a big backlog is left to reindex
+            sync.embed_pending(index, embedder, deadline=time.monotonic() + REFRESH_EMBED_S)
         return rc.recall(index, query, options, query_embedder())
     finally:
         index.close()

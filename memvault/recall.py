@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import chunking, db, fusion
-from .index import INBOX, PRIVATE, VEC_TABLE, VISIBLE, Index
+from .index import INBOX, PRIVATE, VEC_TABLE, VISIBLE, CorruptIndex, Index, open_reader
 
 CANDIDATES = 50  # notes taken from each side before fusion
 CHUNKS_PER_NOTE = 3  # vector side: how many chunks to fetch per wanted note
@@ -220,3 +220,21 @@ def _hits(
 
 def index_exists(path: Path) -> bool:
     return path.is_file() and path.stat().st_size > 0
+
+
+def recall_file(path: Path, query: str, options: Options, embed: QueryEmbedder | None) -> Result:
+    """The prompt-path entry point: recall from the index file at `path` without migrating or writing it.
+
+    A missing or damaged index gives an empty result with the reason set (the caller may fall back
+    to scanning the files); it never raises for that.
+    """
+    try:
+        index = open_reader(path)
+    except (CorruptIndex, db.dbapi().Error) as exc:
+        return Result(reason=str(exc), partial=True)
+    try:
+        return recall(index, query, options, embed)
+    except db.dbapi().Error as exc:
+        return Result(reason=f"the index could not be read ({exc})", partial=True)
+    finally:
+        index.close()
