@@ -104,7 +104,9 @@ def reindex(
             report = sync.sync(index, layout(root, config), progress=progress)
             if warning:
                 report.warnings.append(warning)
-            if index.vector and vectors != "none" and index.pending_count():
+            space = index.vector_model()
+            model_changed = space is not None and space[0] != embed.model_name(config.embedding.model)
+            if index.vector and vectors != "none" and (index.pending_count() or model_changed):
                 embedder = _embedder(config, vectors, report)
                 if embedder is not None:
                     report.embedded = sync.embed_pending(index, embedder, progress=progress)

@@ -66,3 +66,12 @@ def snapshot(root: Path) -> dict[str, bytes]:
         for p in sorted(root.rglob("*"))
         if p.is_file() and ".git" not in p.relative_to(root).parts
     }
+
+
+@pytest.fixture(scope="session")
+def embedder():
+    """The real packaged embedding model, loaded once per test run (about 7 s)."""
+    pytest.importorskip("sentence_transformers")
+    from memvault import embed
+
+    return embed.load()

