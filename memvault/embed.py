@@ -32,6 +32,11 @@ def model_name(spec: str) -> str:
     return DEFAULT_NAME if spec == DEFAULT else spec
 
 
+def available() -> bool:
+    """Whether sentence-transformers is installed (cheap: nothing is imported)."""
+    return importlib.util.find_spec("sentence_transformers") is not None
+
+
 def _offline_env() -> None:
     # No network in normal operation: the hub is never contacted; progress bars would pollute logs.
     for key, value in (

@@ -60,6 +60,8 @@ def ensure_service(config: Config, *, wait: float = 0.0) -> dict[str, object] | 
 
     A service running another model (the config changed) is stopped and replaced.
     """
+    if not embed.available():
+        return None  # keyword-only install: nothing to start, nothing to wait for
     wanted = embed.model_name(config.embedding.model)
     info = client.status(timeout=0.5)
     if info is not None and info.get("model") != wanted:
