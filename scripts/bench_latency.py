@@ -51,7 +51,7 @@ def sentences() -> list[str]:
 
 
 def write_vault(root: Path, count: int, seed: int = 7) -> None:
-    rng = random.Random(seed)
+    rng = random.Random(seed)  # noqa: S311 (reproducible test data, not security)
     pool = sentences()
     for i in range(count):
         group = "personal-private" if i % 3 else "personal-projects"
