@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import chunking, db, fusion
-from .index import INBOX, PRIVATE, VEC_TABLE, VISIBLE, CorruptIndex, Index, open_reader
+from .index import INBOX, PRIVATE, RECALLED_STATUSES, VEC_TABLE, VISIBLE, CorruptIndex, Index, open_reader
 
 CANDIDATES = 50  # notes taken from each side before fusion
 CHUNKS_PER_NOTE = 3  # vector side: how many chunks to fetch per wanted note
@@ -216,6 +216,84 @@ def _hits(
             )
         )
     return hits
+
+
+def scan(root: Path, folder: str, ignore: tuple[str, ...], query: str, options: Options) -> Result:
+    """The fallback before any index exists (the seed's grep + frontmatter scan): keyword-only, within the budget.
+
+    Reads the files directly with a line-level frontmatter check (no YAML), applies the same
+    filters as `recall`, scores term counts with title and tag hits weighted up, and stops at the
+    budget with what it has (marked partial).
+    """
+    from . import store
+
+    started = time.monotonic()
+    deadline = started + options.budget_ms / 1000
+    terms = chunking.query_terms(query)
+    result = Result(mode="keyword", reason="no index yet: scanned the files (keyword-only)")
+    if not terms:
+        result.mode = "none"
+        return result
+    scored: list[tuple[float, str, str, str]] = []
+    for rel in store.list_markdown(root, ignore).notes:
+        if time.monotonic() > deadline:
+            result.partial, result.reason = True, "no index yet and the file scan ran out of time (keyword-only)"
+            break
+        if rel in options.exclude:
+            continue
+        try:
+            text = (root / rel).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        head, body = _split_frontmatter(text)
+        if not _scan_allowed(rel, folder, head, options):
+            continue
+        title = next((ln[2:].strip() for ln in body.splitlines() if ln.startswith("# ")), Path(rel).stem)
+        lower_title, lower_head, lower_body = title.lower(), head.lower(), body.lower()
+        score = sum(lower_body.count(t) + 3 * (lower_title.count(t) + lower_head.count(t)) for t in terms)
+        if score:
+            scored.append((float(score), rel, title, body))
+    scored.sort(key=lambda item: (-item[0], item[1]))
+    best = scored[0][0] if scored else 1.0
+    result.hits = [
+        Hit(rel, title, round(score / best, 4), 0.0, round(score / best, 4), chunking.snippet(body, terms))
+        for score, rel, title, body in scored[: options.k]
+    ]
+    result.kw_hits, result.ms = len(scored), (time.monotonic() - started) * 1000
+    return result
+
+
+def _split_frontmatter(text: str) -> tuple[str, str]:
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if not text.startswith("---"):
+        return "", text
+    end = text.find("\n---", 3)
+    return (text[3:end], text[end + 4 :]) if end > 0 else ("", text)
+
+
+def _scan_allowed(rel: str, folder: str, head: str, options: Options) -> bool:
+    def value(key: str) -> str:
+        for line in head.splitlines():
+            if line.startswith(f"{key}:"):
+                return line.split(":", 1)[1].strip().strip("'\"").lower()
+        return ""
+
+    parts = rel.split("/")
+    in_memory = parts[0] == folder and len(parts) > 1
+    status = value("status") or "active"
+    areas = set(parts[2:-1]) if in_memory else set()
+    if "_archive" in areas or status in ("superseded", "archived"):
+        return False
+    if in_memory and status not in RECALLED_STATUSES:
+        return False
+    if value("private") == "true" and not options.include_private:
+        return False
+    if areas & {"_inbox", "_review"} and not options.include_inbox:
+        return False
+    if options.group and not (in_memory and len(parts) > 2 and parts[1] == options.group):
+        return False
+    return not (options.memory_only and not in_memory)
 
 
 def index_exists(path: Path) -> bool:

@@ -233,3 +233,18 @@ def test_layout_row_is_pure_and_strips_private_spans() -> None:
 def test_indexing_module_paths(vault: Vault) -> None:
     assert indexing.index_file(vault.root, vault.config) == vault.index_file
     assert vault.index_file.name == ix.INDEX_FILE
+
+
+def test_scan_fallback_before_any_index_applies_the_same_filters(vault: Vault) -> None:
+    from memvault import store
+
+    ignore = store.ignore_patterns(vault.root)
+    found = paths(recall.scan(vault.root, "MemoryVault", ignore, "ruff format line length", KEYWORD_ONLY))
+    assert found[0] == FORMATTER and ARCHIVED not in found
+    assert PRIVATE not in paths(recall.scan(vault.root, "MemoryVault", ignore, "PagerDuty rotation", KEYWORD_ONLY))
+    assert INBOX not in paths(recall.scan(vault.root, "MemoryVault", ignore, "dependabot grouped", KEYWORD_ONLY))
+    inbox = recall.Options(include_inbox=True)
+    assert INBOX in paths(recall.scan(vault.root, "MemoryVault", ignore, "dependabot grouped", inbox))
+    assert not vault.index_file.exists()  # nothing was indexed
+    hurried = recall.scan(vault.root, "MemoryVault", ignore, "ruff", recall.Options(budget_ms=0))
+    assert hurried.partial and "out of time" in (hurried.reason or "")
