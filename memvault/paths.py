@@ -13,6 +13,8 @@ from pathlib import Path
 
 import platformdirs
 
+from .errors import MemvaultError
+
 APP = "memvault"
 
 
@@ -53,4 +55,43 @@ def ensure_private_dir(path: Path) -> Path:
     path.mkdir(parents=True, exist_ok=True, mode=0o700)
     if os.name == "posix":
         os.chmod(path, 0o700)
+    return path
+
+
+def runtime_dir() -> Path:
+    """Where the embedding service's socket, info file and lock live: a folder only the user can open.
+
+    `$MEMVAULT_HOME/run`, else the platform's user runtime dir. When `<dir>/embed.sock` would pass the
+    AF_UNIX path limit, a short per-user folder in the temp dir is used instead. A folder that exists but
+    belongs to someone else is refused: whoever created it could stand in for the service.
+    """
+    home = _home()
+    if home:
+        path = Path(os.path.abspath(home / "run"))  # the socket address must not depend on the working folder
+    else:
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset; the fallback is fine
+            try:
+                path = platformdirs.user_runtime_path(APP, appauthor=False)
+            except OSError as exc:
+                raise MemvaultError(f"no usable runtime folder: {exc}", code="runtime_dir") from None
+    if os.name == "posix" and len(os.fsencode(path / "embed.sock")) > 100:
+        import tempfile
+
+        digest = hashlib.sha256(os.fsencode(path)).hexdigest()[:8]
+        path = Path(tempfile.gettempdir()) / f"memvault-{os.getuid()}-{digest}"
+    try:
+        ensure_private_dir(path)
+    except OSError as exc:
+        raise MemvaultError(f"cannot create the runtime folder {path}: {exc}", code="runtime_dir") from None
+    if os.name == "posix":
+        # Checked after creating it, so a folder slipped in between check and use is caught as well.
+        for info in (os.lstat(path), os.stat(path)):
+            if info.st_uid != os.getuid() or info.st_mode & 0o077:
+                raise MemvaultError(
+                    f"{path} belongs to another user or is open to others; refusing to use it for the service socket",
+                    code="runtime_dir",
+                )
     return path
