@@ -1,13 +1,15 @@
-"""Pure score fusion for hybrid recall: the seed's weighted sum, reciprocal rank fusion, and an adaptive blend."""
+"""Pure score fusion for hybrid recall: the seed's weighted sum, reciprocal rank fusion, an adaptive z-score blend."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Mapping
 from typing import TypeVar
 
 K = TypeVar("K", bound=Hashable)
 METHODS = ("weighted", "rrf", "adaptive")
 RRF_K = 60
+LEAK = 0.01  # adaptive: how much of a below-average z-score is kept (keeps those candidates in order)
 
 
 def fuse(
@@ -20,6 +22,7 @@ def fuse(
 ) -> list[tuple[K, float]]:
     """Merge per-note vector similarities (cosine) and keyword relevances (bm25, higher is better), best first.
 
+    The weights apply to "weighted" and "rrf"; "adaptive" sets its own per query.
     Ties break by key order of appearance (vector side first) so results are deterministic.
     """
     if method == "weighted":
@@ -51,5 +54,41 @@ def rrf(vector: Mapping[K, float], keyword: Mapping[K, float], wv: float = 1.0, 
 
 
 def adaptive(vector: Mapping[K, float], keyword: Mapping[K, float]) -> dict[K, float]:
-    """Placeholder until the benchmark picks the rule: equal-weight RRF."""
-    return rrf(vector, keyword)
+    """Confidence-weighted z-scores: each side speaks in proportion to how clearly its best candidate stands out.
+
+    1. Each side's scores become z-scores over that side's own candidates, so cosines and bm25
+       values are in the same unit ("standard deviations above this side's typical candidate").
+    2. Only standing out counts: a below-average z is shrunk by LEAK (kept only to order those
+       candidates), and a note missing from a side counts as one standard deviation below that
+       side's weakest candidate, so appearing on a side always helps a note, if only a little.
+    3. A side's confidence is its best z. A side whose candidates all look alike (a common
+       word matched everywhere, vectors of unrelated notes, a single candidate) gets little
+       weight; the other side then decides. Score = (cv·zv + ck·zk) / (cv + ck).
+
+    Chosen on scripts/bench_recall.py: at or above the better single side both on LoCoMo, where
+    keywords are stronger, and on the preference paraphrase set, where vectors are; fixed weights
+    clearly lose on one of the two.
+    """
+    sides = [_standout(vector), _standout(keyword)]
+    confidence = [max(z.values(), default=0.0) for z in sides]
+    total = sum(confidence)
+    weights = [c / total for c in confidence] if total > 0 else [0.5, 0.5]
+    floors = [min(z.values(), default=0.0) - LEAK for z in sides]
+    keys = {**dict.fromkeys(vector), **dict.fromkeys(keyword)}
+    return {k: sum(w * z.get(k, floor) for w, z, floor in zip(weights, sides, floors, strict=True)) for k in keys}
+
+
+def _standout(side: Mapping[K, float]) -> dict[K, float]:
+    """z-scores over the side's candidates, below-average ones shrunk by LEAK; all 0 without a spread."""
+    if not side:
+        return {}
+    values = list(side.values())
+    mean = sum(values) / len(values)
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
+    if not sd > 1e-12:
+        return dict.fromkeys(side, 0.0)
+    out = {}
+    for key, value in side.items():
+        z = (value - mean) / sd
+        out[key] = z if z > 0 else LEAK * z
+    return out

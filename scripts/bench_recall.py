@@ -1,0 +1,516 @@
+"""Recall quality benchmark: LoCoMo evidence retrieval and a preference paraphrase set, per fusion method."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memvault import chunking, embed, fusion, recall, store, sync
+from memvault import index as ix
+
+HERE = Path(__file__).resolve().parent
+LOCOMO = Path("/work/shared/data/locomo/locomo10.json")
+PREFERENCES = HERE / "data" / "preference_set.json"
+FOLDER = "MemoryVault"
+MODES = ("keyword", "vector", "weighted", "rrf", "adaptive")
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+K = 10
+_DIA = re.compile(r"D\s*:?\s*(\d+)\s*:\s*0*(\d+)")
+
+
+# ---- corpus ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Query:
+    text: str
+    targets: set[str]  # note keys (dia ids, or preference note ids) that answer it
+    category: int
+    group: str
+
+
+@dataclass
+class Corpus:
+    name: str
+    notes: dict[str, str] = field(default_factory=dict)  # vault-relative path → markdown
+    keys: dict[str, frozenset[str]] = field(default_factory=dict)  # path → the keys it covers
+    queries: list[Query] = field(default_factory=list)
+    skipped: int = 0  # questions without any usable evidence
+
+
+def dia_ids(raw: object) -> list[str]:
+    """Normalised dialogue ids from LoCoMo's evidence strings ("D8:6; D9:17", "D:11:26", "D30:05")."""
+    items = raw if isinstance(raw, list) else [raw]
+    return [f"D{a}:{b}" for item in items for a, b in _DIA.findall(str(item))]
+
+
+def yaml_value(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False)  # JSON scalars and lists are valid YAML
+
+
+def markdown(meta: dict[str, object], body: str) -> str:
+    head = "\n".join(f"{key}: {yaml_value(value)}" for key, value in meta.items())
+    return f"---\n{head}\n---\n{body}\n"
+
+
+def sessions(conv: dict[str, Any]) -> Iterator[tuple[int, str, list[dict[str, Any]]]]:
+    for key in sorted((k for k in conv if re.fullmatch(r"session_\d+", k)), key=lambda k: int(k.split("_")[1])):
+        number = int(key.split("_")[1])
+        yield number, str(conv.get(f"{key}_date_time", "")), conv[key]
+
+
+def locomo(samples: list[dict[str, Any]], section: str, context: int = 0) -> Corpus:
+    """One note per dialogue turn ("turns") or per observation fact ("observations"), and every QA.
+
+    `context` > 0 (an experiment) quotes that many preceding turns of the session in each turn's note.
+    """
+    corpus = Corpus(f"locomo-{section}")
+    for sample in samples:
+        group, conv = sample["sample_id"], sample["conversation"]
+        known: set[str] = set()
+        for number, date, turns in sessions(conv):
+            lines = [turn_line(turn) for turn in turns]
+            for i, turn in enumerate(turns):
+                known.add(turn["dia_id"])
+                if section != "turns":
+                    continue
+                body = "".join(f"> {line}\n" for line in lines[max(0, i - context) : i]) + lines[i]
+                meta = {"conversation": group, "session": number, "date": date, "speaker": turn["speaker"],
+                        "dia_id": turn["dia_id"]}  # fmt: skip
+                path = f"{FOLDER}/{group}/locomo/{turn['dia_id'].lower().replace(':', '-')}.md"
+                corpus.notes[path] = markdown(meta, body)
+                corpus.keys[path] = frozenset({turn["dia_id"]})
+            if section == "observations":
+                facts = conv_observations(sample, number)
+                for i, (speaker, fact, ids) in enumerate(facts, 1):
+                    meta = {"conversation": group, "session": number, "date": date, "speaker": speaker,
+                            "dia_ids": ids}  # fmt: skip
+                    path = f"{FOLDER}/{group}/observation/s{number}-{i:03d}.md"
+                    corpus.notes[path] = markdown(meta, fact)
+                    corpus.keys[path] = frozenset(ids)
+        for qa in sample["qa"]:
+            targets = {d for d in dia_ids(qa.get("evidence", [])) if d in known}
+            if not targets:
+                corpus.skipped += 1
+                continue
+            corpus.queries.append(Query(qa["question"], targets, int(qa["category"]), group))
+    return corpus
+
+
+def turn_line(turn: dict[str, Any]) -> str:
+    line = f"{turn['speaker']}: {turn['text']}"
+    return line + (f" [shared an image: {turn['blip_caption']}]" if turn.get("blip_caption") else "")
+
+
+def conv_observations(sample: dict[str, Any], number: int) -> list[tuple[str, str, list[str]]]:
+    facts = sample.get("observation", {}).get(f"session_{number}_observation", {})
+    return [(speaker, str(fact[0]), dia_ids(fact[1])) for speaker, items in facts.items() for fact in items]
+
+
+def preferences(path: Path) -> Corpus:
+    """The hand-written paraphrase set: coding-agent memory notes and queries sharing few words with them."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    corpus = Corpus("preference")
+    for note in data["notes"]:
+        meta = {"kind": note["kind"], "status": "active", "tags": note.get("tags", []), "group": "prefs"}
+        rel = f"{FOLDER}/prefs/{note['kind']}/{note['id']}.md"
+        corpus.notes[rel] = markdown(meta, f"# {note['title']}\n\n{note['body']}")
+        corpus.keys[rel] = frozenset({note["id"]})
+    ids = {n["id"] for n in data["notes"]}
+    for q in data["queries"]:
+        if q["target"] not in ids:
+            raise SystemExit(f"{path}: query {q['query']!r} targets unknown note {q['target']!r}")
+        corpus.queries.append(Query(q["query"], {q["target"]}, 0, "prefs"))
+    return corpus
+
+
+# ---- index -------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Built:
+    index: ix.Index
+    path_of: dict[int, str]  # note id → vault-relative path
+    times: dict[str, float]
+
+
+def build(corpus: Corpus, work: Path, embedder: embed.Embedder, cache: Path | None, tag: str) -> Built:
+    """Write the notes as files, sync them into a fresh (or cached) index and embed them with the real model."""
+    times: dict[str, float] = {}
+    root = work / corpus.name
+    started = time.perf_counter()
+    for rel, text in corpus.notes.items():
+        target = root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    times["write_s"] = time.perf_counter() - started
+    db_dir = cache or work
+    db_dir.mkdir(parents=True, exist_ok=True)
+    index = ix.open_index(db_dir / f"{corpus.name}{tag}.sqlite3", rebuild=True)
+    layout = sync.Layout(root, FOLDER, store.ignore_patterns(root))
+    started = time.perf_counter()
+    report = sync.sync(index, layout)
+    times["sync_s"] = time.perf_counter() - started
+    started = time.perf_counter()
+    times["embedded_notes"] = sync.embed_pending(index, embedder, batch_notes=256)
+    times["embed_s"] = time.perf_counter() - started
+    times["notes"] = report.scanned
+    path_of = {int(i): str(p) for i, p in index.conn.execute("SELECT id, path FROM notes")}
+    return Built(index, path_of, times)
+
+
+# ---- runs --------------------------------------------------------------------------------------------------
+
+
+def mode_options(mode: str, group: str, k: int) -> tuple[recall.Options, bool]:
+    """Options for one mode and whether the query vector is passed (keyword-only runs without one)."""
+    if mode == "keyword":
+        return recall.Options(k=k, group=group, fusion="rrf", budget_ms=60_000), False
+    if mode == "vector":  # fused by weights 1/0: only the vector side orders the top-k
+        return recall.Options(k=k, group=group, fusion="weighted", vector_weight=1.0, keyword_weight=0.0,
+                              budget_ms=60_000), True  # fmt: skip
+    return recall.Options(k=k, group=group, fusion=mode, vector_weight=0.7, keyword_weight=0.3, budget_ms=60_000), True
+
+
+@dataclass
+class Capture:
+    """The two candidate lists recall handed to fusion for one query (note id → score)."""
+
+    vector: dict[int, float]
+    keyword: dict[int, float]
+
+
+@contextmanager
+def capturing(into: list[Capture]) -> Iterator[None]:
+    real = fusion.fuse
+
+    def spy(vector: dict[int, float], keyword: dict[int, float], **kw: Any) -> list[tuple[int, float]]:
+        into.append(Capture(dict(vector), dict(keyword)))
+        return real(vector, keyword, **kw)
+
+    fusion.fuse = spy  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        fusion.fuse = real  # type: ignore[assignment]
+
+
+@dataclass
+class Run:
+    ranked: dict[str, list[list[str]]]  # mode → per query, the recalled paths in order
+    seconds: dict[str, float]
+    captures: list[Capture]
+    mismatches: dict[str, int]
+
+
+def run_queries(built: Built, corpus: Corpus, embedder: embed.Embedder, modes: Sequence[str], k: int) -> Run:
+    texts = [q.text for q in corpus.queries]
+    started = time.perf_counter()
+    vectors = dict(zip(texts, embedder.encode(texts), strict=True))
+    seconds = {"query_embed_s": time.perf_counter() - started}
+
+    def query_vector(text: str, timeout: float) -> tuple[str, bytes]:
+        return embedder.name, vectors[text]
+
+    ranked: dict[str, list[list[str]]] = {}
+    captures: list[Capture] = []
+    for mode in dict.fromkeys(["adaptive", *modes]):  # the first pass also records fusion's inputs
+        out: list[list[str]] = []
+        started = time.perf_counter()
+        with capturing(captures) if mode == "adaptive" else _nothing():
+            for q in corpus.queries:
+                options, use_vector = mode_options(mode, q.group, k)
+                res = recall.recall(built.index, q.text, options, query_vector if use_vector else None)
+                out.append([h.path for h in res.hits])
+        seconds[mode] = time.perf_counter() - started
+        ranked[mode] = out
+    # The pure sides, straight from the captured candidates: keyword-only and vector-only must equal them.
+    pure = {
+        "keyword": [[built.path_of[n] for n in _order(c.keyword)][:k] for c in captures],
+        "vector": [[built.path_of[n] for n in _order(c.vector)][:k] for c in captures],
+    }
+    mismatches = {m: sum(a != b for a, b in zip(ranked[m], pure[m], strict=True)) for m in pure if m in ranked}
+    if "adaptive" not in modes:
+        del ranked["adaptive"]
+        seconds.pop("adaptive")
+    return Run(ranked, seconds, captures, mismatches)
+
+
+@contextmanager
+def _nothing() -> Iterator[None]:
+    yield
+
+
+def _order(scores: dict[int, float]) -> list[int]:
+    return [key for key, _ in sorted(scores.items(), key=lambda kv: -kv[1])]
+
+
+# ---- metrics -----------------------------------------------------------------------------------------------
+
+
+def score(paths: list[str], query: Query, keys: dict[str, frozenset[str]]) -> dict[str, float]:
+    """Evidence recall@1/5/10, hit@1/5/10 and MRR (first evidence, within the list) for one query."""
+    found: list[set[str]] = []
+    seen: set[str] = set()
+    first = 0
+    for rank, path in enumerate(paths, 1):
+        got = keys.get(path, frozenset()) & query.targets
+        if got and not first:
+            first = rank
+        seen |= got
+        found.append(set(seen))
+    out: dict[str, float] = {}
+    for cut in (1, 5, 10):
+        have = found[min(cut, len(found)) - 1] if found else set()
+        out[f"R@{cut}"] = len(have) / len(query.targets)
+        out[f"H@{cut}"] = float(bool(have))
+    out["MRR"] = 1 / first if first else 0.0
+    return out
+
+
+def aggregate(rows: Iterable[dict[str, float]]) -> dict[str, float]:
+    rows = list(rows)
+    if not rows:
+        return {}
+    return {key: sum(r[key] for r in rows) / len(rows) for key in rows[0]} | {"n": float(len(rows))}
+
+
+def buckets(corpus: Corpus) -> dict[str, list[int]]:
+    """Query indexes per reported bucket: each category, categories 1–4 together ("all"), and all queries."""
+    out: dict[str, list[int]] = {}
+    for i, q in enumerate(corpus.queries):
+        out.setdefault(f"c{q.category}", []).append(i)
+        if 1 <= q.category <= 4:
+            out.setdefault("all", []).append(i)
+    return dict(sorted(out.items()))
+
+
+def evaluate(ranked: dict[str, list[list[str]]], corpus: Corpus) -> dict[str, dict[str, dict[str, float]]]:
+    """mode → bucket → metrics."""
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for mode, lists in ranked.items():
+        per = [score(paths, q, corpus.keys) for paths, q in zip(lists, corpus.queries, strict=True)]
+        out[mode] = {name: aggregate(per[i] for i in idx) for name, idx in buckets(corpus).items()}
+    return out
+
+
+# ---- output ------------------------------------------------------------------------------------------------
+
+
+def table(title: str, headers: list[str], rows: list[list[str]]) -> None:
+    widths = [max(len(str(x)) for x in col) for col in zip(headers, *rows, strict=True)]
+    print(f"\n{title}")
+    print("  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(headers, widths, strict=True))))
+    print("  ".join("-" * w for w in widths))
+    for row in rows:
+        print("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))))
+
+
+def report_locomo(name: str, result: dict[str, dict[str, dict[str, float]]], run: Run, corpus: Corpus) -> None:
+    modes = list(result)
+    names = [b for b in next(iter(result.values())) if b.startswith("c")] + ["all"]
+    labels = {b: (f"{b} {CATEGORIES[int(b[1:])]}" if b[1:].isdigit() else "1–4") for b in names}
+    counts = {b: int(result[modes[0]][b]["n"]) for b in names}
+    for metric in ("R@10", "R@5", "H@10", "H@5", "MRR"):
+        rows = [[m] + [f"{result[m][b][metric]:.3f}" for b in names] for m in modes]
+        table(f"{name}: {metric} per category (n = {', '.join(str(counts[b]) for b in names)})",
+              ["mode", *[labels[b] for b in names]], rows)  # fmt: skip
+    rows = []
+    for m in modes:
+        qps = len(corpus.queries) / run.seconds[m] if run.seconds.get(m) else 0.0
+        rows.append([m, *(f"{result[m]['all'][x]:.3f}" for x in ("R@5", "R@10", "H@5", "H@10", "MRR")), f"{qps:.0f}"])
+    table(f"{name}: categories 1–4 together", ["mode", "R@5", "R@10", "H@5", "H@10", "MRR", "q/s"], rows)
+
+
+def report_preference(result: dict[str, dict[str, dict[str, float]]], run: Run, corpus: Corpus) -> None:
+    rows = []
+    for m, per in result.items():
+        qps = len(corpus.queries) / run.seconds[m] if run.seconds.get(m) else 0.0
+        r = per["c0"]
+        rows.append([m, f"{r['R@1']:.3f}", f"{r['R@5']:.3f}", f"{r['R@10']:.3f}", f"{r['MRR']:.3f}", f"{qps:.0f}"])
+    table(f"preference set ({len(corpus.queries)} queries, {len(corpus.notes)} notes)",
+          ["mode", "R@1", "R@5", "R@10", "MRR", "q/s"], rows)  # fmt: skip
+
+
+# ---- fusion analysis ---------------------------------------------------------------------------------------
+
+Fuser = Callable[[dict[int, float], dict[int, float]], list[int]]
+
+
+def fusers() -> dict[str, Fuser]:
+    """Fusion variants compared on the captured candidates (`--analyse`); the shipped methods come first."""
+
+    def shipped(method: str, wv: float = 0.7, wk: float = 0.3) -> Fuser:
+        return lambda v, k: [n for n, _ in fusion.fuse(v, k, method=method, vector_weight=wv, keyword_weight=wk)]
+
+    out: dict[str, Fuser] = {m: shipped(m) for m in fusion.METHODS}
+    for wv in (0.3, 0.5, 0.9):
+        out[f"weighted {wv:.1f}/{1 - wv:.1f}"] = shipped("weighted", wv, round(1 - wv, 1))
+    for wk in (0.5, 2.0):
+        out[f"rrf 1/{wk:g}"] = shipped("rrf", 1.0, wk)
+    return out
+
+
+def oracle(caps: list[Capture], corpus: Corpus, path_of: dict[int, str], k: int) -> dict[str, float]:
+    """The share of evidence present in each candidate list and in their union (no fusion can beat the union)."""
+    totals = {"vector": 0.0, "keyword": 0.0, "union": 0.0}
+    for cap, q in zip(caps, corpus.queries, strict=True):
+        sides = {"vector": set(cap.vector), "keyword": set(cap.keyword)}
+        sides["union"] = sides["vector"] | sides["keyword"]
+        for name, ids in sides.items():
+            have: set[str] = set()
+            for n in ids:
+                have |= corpus.keys.get(path_of[n], frozenset()) & q.targets
+            totals[name] += len(have) / len(q.targets)
+    return {name: value / max(1, len(caps)) for name, value in totals.items()}
+
+
+def analyse(run: Run, corpus: Corpus, built: Built, k: int) -> dict[str, dict[str, float]]:
+    only = [i for i, q in enumerate(corpus.queries) if q.category <= 4]
+    caps = [run.captures[i] for i in only]
+    sub = Corpus(corpus.name, corpus.notes, corpus.keys, [corpus.queries[i] for i in only])
+    bound = oracle(caps, sub, built.path_of, k)
+    print(f"\n{corpus.name}: evidence among the candidates (before the top-{k} cut): "
+          + ", ".join(f"{n} {v:.3f}" for n, v in bound.items()))  # fmt: skip
+    rows, out = [], {}
+    for name, fuse in fusers().items():
+        per = []
+        for cap, q in zip(caps, sub.queries, strict=True):
+            paths = [built.path_of[n] for n in fuse(cap.vector, cap.keyword)[:k]]
+            per.append(score(paths, q, corpus.keys))
+        agg = aggregate(per)
+        out[name] = agg
+        rows.append([name, *(f"{agg[x]:.3f}" for x in ("R@1", "R@5", "R@10", "MRR"))])
+    table(f"{corpus.name}: fusion variants on the captured candidates", ["fusion", "R@1", "R@5", "R@10", "MRR"], rows)
+    return out
+
+
+# ---- experiments (monkeypatched in this process only) ------------------------------------------------------
+
+
+def apply_experiments(args: argparse.Namespace) -> str:
+    """Patch recall/chunking for an experiment; returns a tag naming the index variant (for --cache)."""
+    tag = ""
+    if args.candidates:
+        recall.CANDIDATES = args.candidates
+    if args.embed_text == "body":
+        chunking.embed_text = lambda title, tags, chunk: chunk.text  # type: ignore[assignment]
+        tag += "-bodyonly"
+    if args.bm25:
+        weights = [float(w) for w in args.bm25.split(",")]
+        if len(weights) != 4:
+            raise SystemExit("--bm25 takes four weights: title,tags,heading,body")
+        patch_bm25(weights)
+    if args.stop_words:
+        chunking.STOP_WORDS = chunking.STOP_WORDS | frozenset(args.stop_words.split(","))
+    return tag
+
+
+def patch_bm25(weights: list[float]) -> None:
+    """recall._keyword with other bm25 column weights (the SQL text is the only difference)."""
+    real = recall._keyword
+    given = ", ".join(f"{w:g}" for w in weights)
+
+    class Conn:
+        def __init__(self, conn: Any) -> None:
+            self.conn = conn
+
+        def execute(self, sql: str, *params: Any) -> Any:
+            return self.conn.execute(sql.replace("bm25(chunks_fts, 4.0, 3.0, 2.0, 1.0)", f"bm25(chunks_fts, {given})"),
+                                     *params)  # fmt: skip
+
+    def keyword(index: ix.Index, terms: list[str], options: recall.Options) -> dict[int, tuple[float, int]]:
+        conn = index.conn
+        index.conn = Conn(conn)  # type: ignore[assignment]
+        try:
+            return real(index, terms, options)
+        finally:
+            index.conn = conn
+
+    recall._keyword = keyword
+
+
+# ---- main --------------------------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--set", choices=("locomo", "preference", "all"), default="all")
+    parser.add_argument("--sections", default="turns,observations", help="LoCoMo corpora: turns, observations")
+    parser.add_argument("--conversations", type=int, default=0, help="only the first N LoCoMo conversations")
+    parser.add_argument("--modes", default=",".join(MODES), help=f"comma-separated subset of {', '.join(MODES)}")
+    parser.add_argument("--k", type=int, default=K)
+    parser.add_argument("--json", type=Path, help="write every number to this file")
+    parser.add_argument("--cache", type=Path, help="keep the index databases here and reuse them (default: fresh)")
+    parser.add_argument("--analyse", action="store_true", help="also compare fusion variants on the candidates")
+    parser.add_argument("--candidates", type=int, help="experiment: recall.CANDIDATES per side")
+    parser.add_argument("--bm25", help="experiment: bm25 column weights title,tags,heading,body (default 4,3,2,1)")
+    parser.add_argument("--embed-text", choices=("default", "body"), default="default",
+                        help="experiment: embed the chunk text without the title")  # fmt: skip
+    parser.add_argument("--stop-words", help="experiment: extra comma-separated stop words")
+    parser.add_argument("--context", type=int, default=0, help="experiment: quote N preceding turns in each turn note")
+    args = parser.parse_args(argv)
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    unknown = set(modes) - set(MODES)
+    if unknown:
+        parser.error(f"unknown modes: {', '.join(sorted(unknown))}")
+    tag = apply_experiments(args) + (f"-context{args.context}" if args.context else "")
+
+    corpora: list[Corpus] = []
+    if args.set in ("locomo", "all"):
+        samples = json.loads(LOCOMO.read_text(encoding="utf-8"))
+        samples = samples[: args.conversations] if args.conversations else samples
+        corpora += [locomo(samples, s.strip(), args.context) for s in args.sections.split(",") if s.strip()]
+    if args.set in ("preference", "all"):
+        corpora.append(preferences(PREFERENCES))
+
+    started = time.perf_counter()
+    embedder = embed.load()
+    output: dict[str, Any] = {"model": embedder.name, "model_load_s": round(time.perf_counter() - started, 2),
+                              "k": args.k, "candidates": recall.CANDIDATES, "argv": sys.argv[1:]}  # fmt: skip
+    print(f"model {embedder.name} loaded in {output['model_load_s']} s")
+    with tempfile.TemporaryDirectory(prefix="memvault-bench-") as tmp:
+        for corpus in corpora:
+            size = f"-{args.conversations}conv" if args.conversations and corpus.name.startswith("locomo") else ""
+            built = build(corpus, Path(tmp), embedder, args.cache, tag + size)
+            run = run_queries(built, corpus, embedder, modes, args.k)
+            result = evaluate(run.ranked, corpus)
+            times = built.times | {k: round(v, 2) for k, v in run.seconds.items()}
+            print(f"\n== {corpus.name}: {len(corpus.notes)} notes, {len(corpus.queries)} queries "
+                  f"({corpus.skipped} without usable evidence skipped)")  # fmt: skip
+            print("   times: " + ", ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}"
+                                          for k, v in times.items()))  # fmt: skip
+            notes_s = built.times["embedded_notes"] / built.times["embed_s"] if built.times["embed_s"] > 0.5 else 0
+            if notes_s:
+                print(f"   embedding {notes_s:.0f} notes/s")
+            if run.mismatches:
+                print("   pure-side check (queries whose top-k differs from the side's own order): "
+                      + ", ".join(f"{m} {n}" for m, n in run.mismatches.items()))  # fmt: skip
+            if corpus.name == "preference":
+                report_preference(result, run, corpus)
+            else:
+                report_locomo(corpus.name, result, run, corpus)
+            entry: dict[str, Any] = {"notes": len(corpus.notes), "queries": len(corpus.queries),
+                                     "skipped": corpus.skipped, "times": times, "metrics": result,
+                                     "pure_side_mismatches": run.mismatches}  # fmt: skip
+            if args.analyse:
+                entry["variants"] = analyse(run, corpus, built, args.k)
+            output[corpus.name] = entry
+            built.index.close()
+    if args.json:
+        args.json.write_text(json.dumps(output, indent=1), encoding="utf-8")
+        print(f"\nwrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
