@@ -70,9 +70,15 @@ class Embedder:
         getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
         self.dim = int(getter())
 
-    def encode(self, texts: Sequence[str], *, batch_size: int = 32) -> list[bytes]:
+    def encode(self, texts: Sequence[str], *, batch_size: int = 32, threads: int | None = None) -> list[bytes]:
+        """Vectors for `texts`; `threads` sets torch's intra-op threads for this call (and after it)."""
         if not texts:
             return []
+        if threads is not None:
+            import torch
+
+            if torch.get_num_threads() != threads:
+                torch.set_num_threads(threads)
         matrix = self.model.encode(
             list(texts),
             batch_size=batch_size,
