@@ -89,9 +89,7 @@ def test_adaptive_follows_the_keywords_when_vectors_are_flat() -> None:
     assert keys(fuse(CHAT_VECTOR, CHAT_KEYWORD, method="weighted"))[0] != "evidence"
 
 
-@pytest.mark.parametrize(
-    ("vector", "keyword"), [(PARAPHRASE_VECTOR, PARAPHRASE_KEYWORD), (CHAT_VECTOR, CHAT_KEYWORD)]
-)
+@pytest.mark.parametrize(("vector", "keyword"), [(PARAPHRASE_VECTOR, PARAPHRASE_KEYWORD), (CHAT_VECTOR, CHAT_KEYWORD)])
 def test_adaptive_top3_holds_the_better_sides_top_hit(vector: dict[str, float], keyword: dict[str, float]) -> None:
     fused = keys(fuse(vector, keyword, method="adaptive"))[:3]
     best_vector = max(vector, key=lambda k: vector[k])
