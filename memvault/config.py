@@ -75,7 +75,7 @@ class RecallSettings:
     k: int = _opt(5, low=1, high=100)
     vector_weight: float = _opt(0.7, low=0, high=1)
     keyword_weight: float = _opt(0.3, low=0, high=1)
-    fusion: str = _opt("weighted", choices=("weighted", "rrf", "adaptive"))
+    fusion: str = _opt("adaptive", choices=("weighted", "rrf", "adaptive"))  # chosen by scripts/bench_recall.py
     min_prompt_chars: int = _opt(12, low=0)
     max_context_chars: int = _opt(6000, low=200, high=9000)
     always_load_max: int = _opt(20, low=0, high=200)

@@ -15,7 +15,7 @@ from pathlib import Path
 from . import chunking, db, fusion
 from .index import INBOX, PRIVATE, RECALLED_STATUSES, VEC_TABLE, VISIBLE, CorruptIndex, Index, open_reader
 
-CANDIDATES = 50  # notes taken from each side before fusion
+CANDIDATES = 100  # notes taken from each side before fusion (LoCoMo R@10 +0.002 over 50, no latency cost)
 CHUNKS_PER_NOTE = 3  # vector side: how many chunks to fetch per wanted note
 # (query text, timeout in seconds) → (model name, float32 blob), or None when no vector is available in time.
 QueryEmbedder = Callable[[str, float], "tuple[str, bytes] | None"]
@@ -163,7 +163,28 @@ def _keyword(index: Index, terms: list[str], options: Options) -> dict[int, tupl
     for note_id, chunk_id, score, path in index.conn.execute(sql, [match, *params, limit]):
         if path not in options.exclude and note_id not in out:
             out[note_id] = (float(score), chunk_id)
-    return dict(list(out.items())[:CANDIDATES])
+    return _coord(index, dict(list(out.items())[:CANDIDATES]), terms)
+
+
+def _coord(index: Index, found: dict[int, tuple[float, int]], terms: list[str]) -> dict[int, tuple[float, int]]:
+    """Scale each note's bm25 by the share of the query's terms it contains (Lucene's "coord").
+
+    BM25 alone lets one rare word outrank a note that matches the whole question; on LoCoMo this
+    lifts keyword recall@10 from 0.605 to 0.619 (one FTS lookup per term over the candidates, ~1–2 ms).
+    """
+    if len(terms) < 2 or not found:
+        return found
+    ids = list(found)
+    sql = (
+        "SELECT DISTINCT c.note_id FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid "
+        f"WHERE chunks_fts MATCH ? AND c.note_id IN ({','.join('?' * len(ids))})"
+    )
+    matched = dict.fromkeys(ids, 0)
+    for term in terms:
+        for (note_id,) in index.conn.execute(sql, [chunking.fts_query([term]), *ids]):
+            matched[note_id] += 1
+    scaled = {n: (score * matched[n] / len(terms), chunk) for n, (score, chunk) in found.items()}
+    return dict(sorted(scaled.items(), key=lambda item: -item[1][0]))
 
 
 def _vector(index: Index, blob: bytes, options: Options) -> dict[int, tuple[float, int]]:

@@ -414,35 +414,7 @@ def apply_experiments(args: argparse.Namespace) -> str:
         patch_bm25(weights)
     if args.stop_words:
         chunking.STOP_WORDS = chunking.STOP_WORDS | frozenset(args.stop_words.split(","))
-    if args.coord:
-        patch_coord()
     return tag
-
-
-MATCHED_SQL = (
-    "SELECT DISTINCT c.note_id FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid WHERE chunks_fts MATCH ?"
-)
-
-
-def patch_coord() -> None:
-    """recall._keyword with each note's bm25 scaled by the share of the query's terms it contains (Lucene's coord)."""
-    real = recall._keyword
-
-    def keyword(index: ix.Index, terms: list[str], options: recall.Options) -> dict[int, tuple[float, int]]:
-        found = real(index, terms, options)
-        if len(terms) < 2 or not found:
-            return found
-        ids = list(found)
-        marks = ",".join("?" * len(ids))
-        sql = f"{MATCHED_SQL} AND c.note_id IN ({marks})"
-        matched = dict.fromkeys(ids, 0)
-        for term in terms:
-            for (note_id,) in index.conn.execute(sql, [chunking.fts_query([term]), *ids]):
-                matched[note_id] += 1
-        scaled = {n: (score * matched[n] / len(terms), chunk) for n, (score, chunk) in found.items()}
-        return dict(sorted(scaled.items(), key=lambda item: -item[1][0]))
-
-    recall._keyword = keyword
 
 
 def patch_bm25(weights: list[float]) -> None:
@@ -487,7 +459,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--embed-text", choices=("default", "body"), default="default",
                         help="experiment: embed the chunk text without the title")  # fmt: skip
     parser.add_argument("--stop-words", help="experiment: extra comma-separated stop words")
-    parser.add_argument("--coord", action="store_true", help="experiment: scale bm25 by the share of terms matched")
     parser.add_argument("--context", type=int, default=0, help="experiment: quote N preceding turns in each turn note")
     args = parser.parse_args(argv)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
