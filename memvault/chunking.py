@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 # all-MiniLM-L6-v2 reads 256 word pieces (about 1 KB of English); longer chunks would be cut silently.
@@ -139,30 +139,31 @@ def snippet(text: str, terms: list[str], limit: int = SNIPPET_CHARS) -> str:
     return ("… " if start > 0 else "") + cut
 
 
-def _strip_code(text: str) -> str:
-    out, fence = [], None
+def _lines(text: str) -> Iterator[tuple[str, bool]]:
+    """Each line with whether it belongs to a fenced code block (the fence lines included)."""
+    fence: str | None = None
     for line in text.splitlines():
         opened = _FENCE.match(line)
         if fence is None and opened:
             fence = opened.group(1)
-        elif fence is not None and line.strip().startswith(fence):
-            fence = None
-        elif fence is None:
-            out.append(re.sub(r"`[^`\n]*`", "", line))
-    return "\n".join(out)
+            yield line, True
+        elif fence is not None:
+            if line.strip().startswith(fence):
+                fence = None
+            yield line, True
+        else:
+            yield line, False
+
+
+def _strip_code(text: str) -> str:
+    return "\n".join(re.sub(r"`[^`\n]*`", "", line) for line, code in _lines(text) if not code)
 
 
 def _sections(body: str) -> list[tuple[str, str]]:
     sections: list[tuple[str, list[str]]] = [("", [])]
     path: list[tuple[int, str]] = []
-    fence: str | None = None
-    for line in body.splitlines():
-        opened = _FENCE.match(line)
-        if fence is None and opened:
-            fence = opened.group(1)
-        elif fence is not None and line.strip().startswith(fence):
-            fence = None
-        heading = _HEADING.match(line) if fence is None else None
+    for line, code in _lines(body):
+        heading = None if code else _HEADING.match(line)
         if heading:
             level = len(heading.group(1))
             path = [(lvl, name) for lvl, name in path if lvl < level] + [(level, heading.group(2).strip())]
