@@ -74,10 +74,10 @@ if [ "$DEMO" = 1 ]; then
   "${MV[@]}" save preference demo-install "MemoryVault was installed on $(date +%Y-%m-%d)." --tag demo
   "${MV[@]}" show MemoryVault/personal-private/preference/demo-install.md
   echo
-  echo "==> indexing the demo vault, then recalling by meaning (no words in common with the answer)"
+  echo "==> indexing the demo vault, then recalling: the note says \"flaky\", the question does not"
   "${MV[@]}" reindex
   # --wait: the first recall starts the warm embedding service (a few seconds to load the model).
-  "${MV[@]}" recall "what tidies up my code style before I commit" -k 3 --wait 120
+  "${MV[@]}" recall "a test that fails only sometimes" -k 3 --wait 120
   "${MV[@]}" serve --stop >/dev/null
 fi
 
