@@ -14,6 +14,9 @@ _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
 _FENCE = re.compile(r"^[ \t]*(```|~~~)")
 _WIKILINK = re.compile(r"!?\[\[([^\]\[|#^]*)(?:#[^\]|]*)?(?:\|[^\]]*)?\]\]")
 _WORD = re.compile(r"\w+", re.UNICODE)
+_TOKEN = re.compile(r"\w[\w.\-/:]*\w|\w", re.UNICODE)
+_CAMEL = re.compile(r"[a-z][A-Z]")
+_DOTTED = re.compile(r"[A-Za-z]\.[A-Za-z]")
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
 
 # English function words: an FTS5 OR query containing them matches nearly every note (slow, noisy).
@@ -110,6 +113,22 @@ def query_terms(query: str, limit: int = 32) -> list[str]:
         if word and not short and word not in STOP_WORDS:
             terms.setdefault(word, None)
     return list(terms)[:limit]
+
+
+def identifiers(query: str) -> list[str]:
+    """Tokens of a query that name one exact thing: error codes, snake_case, camelCase, dotted names.
+
+    `KX-4471`, `ERR_OSSL_EVP_UNSUPPORTED`, `0308010C`, `getUserById`, `config.yaml` are; plain words,
+    numbers and hyphenated words (`pre-commit`) are not. Each comes back as an FTS5 phrase query.
+    """
+    out: dict[str, None] = {}
+    for token in _TOKEN.findall(query):
+        letters, digits = any(c.isalpha() for c in token), any(c.isdigit() for c in token)
+        if (letters and digits) or "_" in token or _CAMEL.search(token) or _DOTTED.search(token):
+            words = _WORD.findall(token.replace("_", " ").lower())
+            if words:
+                out.setdefault('"' + " ".join(words) + '"', None)
+    return list(out)
 
 
 def fts_query(terms: list[str]) -> str | None:

@@ -100,6 +100,8 @@ def recall(index: Index, query: str, options: Options = Options(), embed: QueryE
         vector_weight=options.vector_weight,
         keyword_weight=options.keyword_weight,
     )
+    if options.fusion == "adaptive":  # the fixed-weight fusions stay the seed's formulas, untouched
+        ranked = _pin_identifiers(index, query, ranked, keyword)
     result.hits = _hits(index, ranked[: options.k], vector, keyword, terms)
     result.ms = (time.monotonic() - started) * 1000
     return result
@@ -131,6 +133,26 @@ class _VectorJob:
         if model != self.model:
             return None, f"the index holds {self.model} vectors, the service runs {model} (keyword-only until reindex)"
         return blob, None
+
+
+def _pin_identifiers(
+    index: Index, query: str, ranked: list[tuple[int, float]], keyword: dict[int, tuple[float, int]]
+) -> list[tuple[int, float]]:
+    """Notes containing an exact identifier of the query (an error code, a function name) go first.
+
+    Neither side can be trusted to rank them: a lone exact match gives the keyword side no spread
+    to be confident about, and to the vector side `KX-4471` looks like every other code.
+    """
+    phrases = chunking.identifiers(query)
+    if not phrases or not keyword:
+        return ranked
+    ids = list(keyword)
+    sql = (
+        "SELECT DISTINCT c.note_id FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid "
+        f"WHERE chunks_fts MATCH ? AND c.note_id IN ({','.join('?' * len(ids))})"
+    )
+    exact = {row[0] for row in index.conn.execute(sql, [" OR ".join(phrases), *ids])}
+    return [r for r in ranked if r[0] in exact] + [r for r in ranked if r[0] not in exact]
 
 
 def _allowed(options: Options) -> tuple[str, list[object]]:

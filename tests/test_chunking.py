@@ -80,3 +80,9 @@ def test_snippet_windows_around_the_first_term() -> None:
     snip = chunking.snippet(text, ["needle"], limit=80)
     assert "needle" in snip and snip.startswith("… ") and snip.endswith(" …") and len(snip) <= 84
     assert chunking.snippet("short text", ["x"]) == "short text"
+
+
+def test_identifiers_are_codes_and_names_not_words() -> None:
+    query = "why KX-4471 and ERR_OSSL_EVP, getUserById in config.yaml, not pre-commit or 2023 or well"
+    assert chunking.identifiers(query) == ['"kx 4471"', '"err ossl evp"', '"getuserbyid"', '"config yaml"']
+    assert chunking.identifiers("a test that fails only sometimes") == []
