@@ -104,7 +104,15 @@ def _recalls(conn: Connection) -> None:
     conn.execute("CREATE TABLE recalls (path TEXT PRIMARY KEY, count INTEGER NOT NULL, last_recalled TEXT NOT NULL)")
 
 
-MIGRATIONS: list[db.Migration] = [("0001_core", _core), ("0002_recalls", _recalls)]
+def _pending_index(conn: Connection) -> None:
+    conn.execute("CREATE INDEX notes_unembedded ON notes(id) WHERE embedded IS NULL AND error IS NULL")
+
+
+MIGRATIONS: list[db.Migration] = [
+    ("0001_core", _core),
+    ("0002_recalls", _recalls),
+    ("0003_unembedded", _pending_index),
+]
 
 
 class CorruptIndex(MemvaultError):
@@ -334,6 +342,11 @@ class Index:
             texts = [(cid, chunking.embed_text(title, tag_list, chunking.Chunk(seq, h, t))) for cid, seq, h, t in parts]
             out.append((int(note_id), texts))
         return out
+
+    def has_pending(self) -> bool:
+        """Whether some note still waits for its first vectors (cheap: a partial index; for the prompt path)."""
+        sql = "SELECT 1 FROM notes WHERE embedded IS NULL AND error IS NULL LIMIT 1"
+        return self.conn.execute(sql).fetchone() is not None
 
     def pending_count(self) -> int:
         row = self.conn.execute(

@@ -89,7 +89,7 @@ def recall(index: Index, query: str, options: Options = Options(), embed: QueryE
         result.reason = "no vectors in the index yet (keyword-only)"
     else:
         result.partial, result.reason = True, "no embedding service available (keyword-only)"
-    if space and index.pending_count() and not result.reason:
+    if space and index.has_pending() and not result.reason:
         result.reason = "some notes are not embedded yet; they are found by keywords only"
     result.kw_hits, result.vec_hits = len(keyword), len(vector)
     result.mode = "hybrid" if keyword and vector else "vector" if vector else "keyword" if keyword else "none"
@@ -175,14 +175,22 @@ def _keyword(index: Index, terms: list[str], options: Options) -> dict[int, tupl
     if match is None:
         return {}
     where, params = _allowed(options)
-    sql = (
-        "SELECT c.note_id, c.id, -bm25(chunks_fts, 4.0, 3.0, 2.0, 1.0) AS s, n.path FROM chunks_fts "
-        "JOIN chunks c ON c.id = chunks_fts.rowid JOIN notes n ON n.id = c.note_id "
+    limit = (CANDIDATES + len(options.exclude)) * CHUNKS_PER_NOTE
+    rank = "bm25(chunks_fts, 4.0, 3.0, 2.0, 1.0)"
+    joined = "JOIN chunks c ON c.id = f.rowid JOIN notes n ON n.id = c.note_id"
+    # Fast path: rank inside FTS5 first, then filter the top chunks (half the time at 20k notes). A
+    # narrow scope (a group) or a vault of mostly hidden notes can filter too many: rank after filtering.
+    top = f"SELECT rowid, {rank} AS s FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY s LIMIT ?"
+    fast = f"SELECT c.note_id, c.id, -f.s, n.path FROM ({top}) f {joined} WHERE {where} ORDER BY f.s"
+    full = (
+        f"SELECT c.note_id, c.id, -{rank} AS s, n.path FROM chunks_fts f {joined} "
         f"WHERE chunks_fts MATCH ? AND {where} ORDER BY s DESC LIMIT ?"
     )
+    rows = [] if options.group else index.conn.execute(fast, [match, limit, *params]).fetchall()
+    if options.group or len({r[0] for r in rows}) < CANDIDATES:
+        rows = index.conn.execute(full, [match, *params, limit]).fetchall()
     out: dict[int, tuple[float, int]] = {}
-    limit = (CANDIDATES + len(options.exclude)) * CHUNKS_PER_NOTE
-    for note_id, chunk_id, score, path in index.conn.execute(sql, [match, *params, limit]):
+    for note_id, chunk_id, score, path in rows:
         if path not in options.exclude and note_id not in out:
             out[note_id] = (float(score), chunk_id)
     return _coord(index, dict(list(out.items())[:CANDIDATES]), terms)
