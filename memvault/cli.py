@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -299,11 +300,8 @@ def recall(
     are left out unless asked for. Alias: `memvault search`.
     """
     vault = state.vault
-    if wait > 0 and not as_json:
-        with err.status("waiting for the embedding service…"):
-            result = vault.recall(" ".join(query), k, group=group, include_inbox=include_inbox,
-                                  include_private=include_private, wait_service=wait)  # fmt: skip
-    else:
+    spinner = err.status("waiting for the embedding service…") if wait > 0 and not as_json else nullcontext()
+    with spinner:
         result = vault.recall(" ".join(query), k, group=group, include_inbox=include_inbox,
                               include_private=include_private, wait_service=wait)  # fmt: skip
     if as_json:

@@ -20,7 +20,7 @@ from typing import Any
 from . import paths
 from .errors import MemvaultError
 
-__all__ = ["Embedded", "embed", "info_file", "socket_path", "start", "status", "stop", "wait_ready"]
+__all__ = ["Embedded", "embed", "info_file", "query_vector", "socket_path", "start", "status", "stop", "wait_ready"]
 
 SOCKET_NAME = "embed.sock"
 INFO_NAME = "service.json"
@@ -162,6 +162,15 @@ def embed(texts: list[str], *, timeout: float = 0.25) -> Embedded | None:
         else:
             result.vectors.extend(part.vectors)
     return result
+
+
+def query_vector(text: str, timeout: float) -> tuple[str, bytes] | None:
+    """(model, vector) for one query, or None: the shape `recall.recall()` takes as its embedder.
+
+    recall() compares the model with the index's, so vector spaces never mix.
+    """
+    reply = embed([text], timeout=timeout)
+    return (reply.model, reply.vectors[0]) if reply is not None and reply.vectors else None
 
 
 def status(*, timeout: float = 1.0) -> dict[str, Any] | None:

@@ -37,6 +37,15 @@ def index_path(vault_root: Path, state_dir: Path, folder: str, location: str) ->
     return state_dir / INDEX_FILE
 
 
+def place(rel: str, folder: str) -> tuple[bool, str | None, str]:
+    """(under the memory folder, its group, its special area such as "_inbox" or "") of a vault path."""
+    parts = rel.split("/")
+    in_memory = parts[0] == folder and len(parts) > 1
+    group = parts[1] if in_memory and len(parts) > 2 else None
+    area = next((p for p in parts[2:-1] if p.startswith("_")), "") if in_memory else ""
+    return in_memory, group, area
+
+
 @dataclass(frozen=True)
 class NoteRow:
     """What the index keeps about one note (besides its chunks)."""

@@ -161,17 +161,6 @@ def refresh(root: Path, config: Config, rel_paths: Iterable[str]) -> str | None:
     return None
 
 
-def query_embedder() -> rc.QueryEmbedder:
-    """Query vectors from the warm service (never from a model loaded in this process)."""
-
-    def vector(text: str, timeout: float) -> tuple[str, bytes] | None:
-        # recall() compares the reply's model with the index's, so spaces never mix.
-        reply = client.embed([text], timeout=timeout)
-        return (reply.model, reply.vectors[0]) if reply is not None and reply.vectors else None
-
-    return vector
-
-
 def recall(root: Path, config: Config, query: str, options: rc.Options, *, wait_service: float = 0.0) -> rc.Result:
     """Recall for a person or a script: notes changed on disk are synced first, and the warm service
     may be started and waited for (`wait_service` seconds); then the index is queried.
@@ -184,6 +173,6 @@ def recall(root: Path, config: Config, query: str, options: rc.Options, *, wait_
         embedder = service_embedder(config) if index.vector and changed.pending else None
         if embedder is not None:  # a few just-edited notes; a big backlog is left to reindex
             sync.embed_pending(index, embedder, deadline=time.monotonic() + REFRESH_EMBED_S)
-        return rc.recall(index, query, options, query_embedder())
+        return rc.recall(index, query, options, client.query_vector)
     finally:
         index.close()

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import chunking, db, fusion
-from .index import INBOX, PRIVATE, RECALLED_STATUSES, VEC_TABLE, VISIBLE, CorruptIndex, Index, open_reader
+from .index import INBOX, PRIVATE, VEC_TABLE, VISIBLE, CorruptIndex, Index, NoteRow, open_reader, place
 
 CANDIDATES = 100  # notes taken from each side before fusion (LoCoMo R@10 +0.002 over 50, no latency cost)
 CHUNKS_PER_NOTE = 3  # vector side: how many chunks to fetch per wanted note
@@ -146,17 +146,18 @@ def _pin_identifiers(
     phrases = chunking.identifiers(query)
     if not phrases or not keyword:
         return ranked
-    ids = list(keyword)
-    sql = (
-        "SELECT DISTINCT c.note_id FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid "
-        f"WHERE chunks_fts MATCH ? AND c.note_id IN ({','.join('?' * len(ids))})"
-    )
-    exact = {row[0] for row in index.conn.execute(sql, [" OR ".join(phrases), *ids])}
+    exact = _notes_matching(index, " OR ".join(phrases), list(keyword))
     return [r for r in ranked if r[0] in exact] + [r for r in ranked if r[0] not in exact]
 
 
+def _levels(options: Options) -> list[int]:
+    """The visibility levels (see index.NoteRow.visibility) these options let into the result."""
+    return [VISIBLE] + ([INBOX] if options.include_inbox else []) + ([PRIVATE] if options.include_private else [])
+
+
 def _allowed(options: Options) -> tuple[str, list[object]]:
-    levels = [VISIBLE] + ([INBOX] if options.include_inbox else []) + ([PRIVATE] if options.include_private else [])
+    """The SQL form of `_admits`, over the `notes` table aliased `n`."""
+    levels = _levels(options)
     sql = f"n.visibility IN ({','.join('?' * len(levels))})"
     params: list[object] = list(levels)
     if not options.include_inbox:
@@ -205,16 +206,21 @@ def _coord(index: Index, found: dict[int, tuple[float, int]], terms: list[str]) 
     if len(terms) < 2 or not found:
         return found
     ids = list(found)
+    matched = dict.fromkeys(ids, 0)
+    for term in terms:
+        for note_id in _notes_matching(index, chunking.fts_query([term]) or "", ids):
+            matched[note_id] += 1
+    scaled = {n: (score * matched[n] / len(terms), chunk) for n, (score, chunk) in found.items()}
+    return dict(sorted(scaled.items(), key=lambda item: -item[1][0]))
+
+
+def _notes_matching(index: Index, match: str, ids: list[int]) -> set[int]:
+    """Which of the notes `ids` have a chunk matching the FTS5 query `match`."""
     sql = (
         "SELECT DISTINCT c.note_id FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid "
         f"WHERE chunks_fts MATCH ? AND c.note_id IN ({','.join('?' * len(ids))})"
     )
-    matched = dict.fromkeys(ids, 0)
-    for term in terms:
-        for (note_id,) in index.conn.execute(sql, [chunking.fts_query([term]), *ids]):
-            matched[note_id] += 1
-    scaled = {n: (score * matched[n] / len(terms), chunk) for n, (score, chunk) in found.items()}
-    return dict(sorted(scaled.items(), key=lambda item: -item[1][0]))
+    return {row[0] for row in index.conn.execute(sql, [match, *ids])}
 
 
 def _vector(index: Index, blob: bytes, options: Options) -> dict[int, tuple[float, int]]:
@@ -324,31 +330,28 @@ def _split_frontmatter(text: str) -> tuple[str, str]:
 
 
 def _scan_allowed(rel: str, folder: str, head: str, options: Options) -> bool:
+    """The index's visibility rule and recall's filters, from a line-level read of the frontmatter."""
+
     def value(key: str) -> str:
         for line in head.splitlines():
             if line.startswith(f"{key}:"):
                 return line.split(":", 1)[1].strip().strip("'\"").lower()
         return ""
 
-    parts = rel.split("/")
-    in_memory = parts[0] == folder and len(parts) > 1
-    status = value("status") or "active"
-    areas = set(parts[2:-1]) if in_memory else set()
-    if "_archive" in areas or status in ("superseded", "archived"):
-        return False
-    if in_memory and status not in RECALLED_STATUSES:
-        return False
-    if value("private") == "true" and not options.include_private:
-        return False
-    if areas & {"_inbox", "_review"} and not options.include_inbox:
-        return False
-    if options.group and not (in_memory and len(parts) > 2 and parts[1] == options.group):
-        return False
-    return not (options.memory_only and not in_memory)
+    in_memory, group, area = place(rel, folder)
+    row = NoteRow(rel, 0, 0, "", "", status=value("status") or "active", group=group,
+                  private=value("private") == "true", in_memory=in_memory, area=area)  # fmt: skip
+    return _admits(row, options)
 
 
-def index_exists(path: Path) -> bool:
-    return path.is_file() and path.stat().st_size > 0
+def _admits(row: NoteRow, options: Options) -> bool:
+    """Whether a note passes recall's filters (what `_allowed` says in SQL)."""
+    return (
+        row.visibility in _levels(options)
+        and (options.include_inbox or row.area not in ("_inbox", "_review"))
+        and (not options.group or row.group == options.group)
+        and (not options.memory_only or row.in_memory)
+    )
 
 
 def recall_file(path: Path, query: str, options: Options, embed: QueryEmbedder | None) -> Result:

@@ -10,7 +10,7 @@ from typing import Protocol
 
 from . import chunking, db, model, notes, safety, store
 from .errors import MemvaultError
-from .index import Index, NoteRow, content_hash
+from .index import Index, NoteRow, content_hash, place
 
 INDEX_MAX_BYTES = 5 * 1024 * 1024  # a bigger file is recorded as unreadable, not indexed
 EMBED_BATCH_NOTES = 32
@@ -37,10 +37,7 @@ class Layout:
     def row(self, rel: str, text: str, mtime_ns: int, size: int, digest: str) -> tuple[NoteRow, list, list[str]]:
         """The index row, chunks and wikilinks of one note's text (pure; `<private>` spans never indexed)."""
         note = notes.parse(text)
-        parts = rel.split("/")
-        in_memory = parts[0] == self.folder and len(parts) > 1
-        group = parts[1] if in_memory and len(parts) > 2 else None
-        area = next((p for p in parts[2:-1] if p.startswith("_")), "") if in_memory else ""
+        in_memory, group, area = place(rel, self.folder)
         body = safety.strip_private(note.body)
         title = notes.title_of(note, Path(rel).stem)
         meta = note.meta if note.ok else {}

@@ -135,12 +135,8 @@ def save_to_searchable(vault: Path, env: dict[str, str]) -> float:
     v = open_vault(vault)
     started = time.perf_counter()
     saved = v.save("fix", "zz-bench-probe", "# Quokka cache\n\nThe quokka cache must be flushed after a deploy.\n")
-
-    def vector(text: str, timeout: float) -> tuple[str, bytes] | None:
-        reply = client.embed([text], timeout=timeout)
-        return (reply.model, reply.vectors[0]) if reply else None
-
-    result = recall.recall_file(v.index_file, "marsupial cache flush after deploy", recall.Options(k=5), vector)
+    query = "marsupial cache flush after deploy"
+    result = recall.recall_file(v.index_file, query, recall.Options(k=5), client.query_vector)
     elapsed = (time.perf_counter() - started) * 1000
     hit = next((h for h in result.hits if h.path == saved.path), None)
     if hit is None or hit.vec_score <= 0:

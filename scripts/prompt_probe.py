@@ -15,13 +15,7 @@ from memvault import client, recall
 
 def main(argv: list[str]) -> int:
     index_file, prompt = Path(argv[0]), argv[1]
-    embed = None
-    if "--keyword-only" not in argv:
-
-        def embed(text: str, timeout: float) -> tuple[str, bytes] | None:
-            reply = client.embed([text], timeout=timeout)
-            return (reply.model, reply.vectors[0]) if reply is not None and reply.vectors else None
-
+    embed = None if "--keyword-only" in argv else client.query_vector
     result = recall.recall_file(index_file, prompt, recall.Options(k=5, budget_ms=300), embed)
     context = "\n".join(f"- {h.title} ({h.path}): {h.snippet}" for h in result.hits)
     output = {

@@ -93,7 +93,7 @@ def test_a_slow_embedding_degrades_to_keyword_only_within_the_budget(small_vault
 
 def test_no_service_means_keyword_only_with_a_reason(small_vault) -> None:
     _, index = small_vault
-    result = recall.recall(index, "printer tray", recall.Options(k=3), indexing.query_embedder())
+    result = recall.recall(index, "printer tray", recall.Options(k=3), client.query_vector)
     assert result.mode == "keyword" and result.partial and "service" in (result.reason or "")
 
 
@@ -142,7 +142,7 @@ def test_end_to_end_through_the_warm_service(vault: Vault) -> None:
         assert result.hits[0].path.endswith("preference/python-formatter.md")
         saved = vault.save("preference", "tabs", "# Indentation\n\nIndent YAML files with two spaces, never tabs.\n")
         found = recall.recall_file(
-            vault.index_file, "how far should config files be indented", recall.Options(k=3), indexing.query_embedder()
+            vault.index_file, "how far should config files be indented", recall.Options(k=3), client.query_vector
         )
         assert found.mode in ("hybrid", "vector") and found.hits[0].path == saved.path
         assert found.hits[0].vec_score > 0
