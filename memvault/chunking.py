@@ -18,6 +18,12 @@ _TOKEN = re.compile(r"\w[\w.\-/:]*\w|\w", re.UNICODE)
 _CAMEL = re.compile(r"[a-z][A-Z]")
 _DOTTED = re.compile(r"[A-Za-z]\.[A-Za-z]")
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
+_PRIVATE = re.compile(r"<private>.*?(?:</private>|\Z)", re.IGNORECASE | re.DOTALL)
+
+def strip_private(text: str) -> str:
+    """Remove `<private>…</private>` spans (an unclosed span runs to the end)."""
+    return _PRIVATE.sub("", text)
+
 
 # English function words: an FTS5 OR query containing them matches nearly every note (slow, noisy).
 _STOP_WORDS = """

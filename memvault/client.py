@@ -31,10 +31,6 @@ MAX_REPLY = 32 * 1024 * 1024
 MAX_LOG = 1024 * 1024
 LOOPBACK = "127.0.0.1"
 
-# Services this process started: kept so they are reaped when they exit, not reported as leaked.
-_started: list[Any] = []
-
-
 @dataclass(frozen=True)
 class Embedded:
     """Vectors from the service: one float32 little-endian L2-normalised blob per text, as `embed.Embedder`."""
@@ -215,28 +211,15 @@ def start(model: str = "default", idle_minutes: float = 30) -> bool:
 
     False, without starting anything, when a service is already running or starting.
     """
-    import subprocess
+    from . import procs
 
     if not _lock_free():
         return False
     log = log_file()
-    paths.ensure_private_dir(log.parent)
     with contextlib.suppress(OSError):
         if log.stat().st_size > MAX_LOG:  # one line per start and stop; keep one old file
             os.replace(log, log.with_name(LOG_NAME + ".1"))
-    command = [sys.executable, "-m", "memvault.service", "--model", model, "--idle-minutes", str(idle_minutes)]
-    _started[:] = [proc for proc in _started if proc.poll() is None]  # reap the ones that have exited
-    with open(log, "ab") as stderr:
-        if sys.platform == "win32":
-            flags = subprocess.DETACHED_PROCESS | subprocess.CREATE_NEW_PROCESS_GROUP | subprocess.CREATE_NO_WINDOW
-            proc = subprocess.Popen(
-                command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr, creationflags=flags
-            )
-        else:
-            proc = subprocess.Popen(
-                command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True
-            )
-    _started.append(proc)
+    procs.spawn([sys.executable, "-m", "memvault.service", "--model", model, "--idle-minutes", str(idle_minutes)], log)
     return True
 
 

@@ -7,13 +7,11 @@ Each refusal is a `SafetyError` with a reason code (`path_escape`, `not_markdown
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from . import secrets, store
+from .chunking import strip_private as strip_private  # re-exported: writers strip with it
 from .errors import SafetyError
-
-_PRIVATE = re.compile(r"<private>.*?(?:</private>|\Z)", re.IGNORECASE | re.DOTALL)
 
 
 def resolve_target(root: Path, rel: str, folder: str, *, outside: bool = False) -> tuple[Path, str]:
@@ -52,11 +50,6 @@ def resolve_target(root: Path, rel: str, folder: str, *, outside: bool = False) 
             path=rel,
         )
     return target, norm
-
-
-def strip_private(text: str) -> str:
-    """Remove `<private>…</private>` spans (an unclosed span runs to the end)."""
-    return _PRIVATE.sub("", text)
 
 
 def check_content(text: str, *, max_bytes: int, secrets_mode: str, where: str) -> str:
