@@ -79,6 +79,7 @@ class RecallSettings:
     min_prompt_chars: int = _opt(12, low=0)
     max_context_chars: int = _opt(6000, low=200, high=9000)
     always_load_max: int = _opt(20, low=0, high=200)
+    always_load_chars: int = _opt(8000, low=500, high=9500)  # SessionStart context cap (the host files away > 10,000)
     prompt_budget_ms: int = _opt(300, low=10, high=10_000)
     session_start_budget_ms: int = _opt(500, low=10, high=10_000)
 

@@ -42,6 +42,11 @@ def cache_dir() -> Path:
     return home / "cache" if home else platformdirs.user_cache_path(APP, appauthor=False)
 
 
+def stop_file() -> Path:
+    """While this file exists, no reflection starts and a running one halts (`touch` it to pause reflection)."""
+    return state_dir() / "STOP"
+
+
 def vault_state_dir(vault_root: Path) -> Path:
     """Per-vault state (lock, journal, index): one folder per vault, keyed by its real path."""
     real = os.path.realpath(vault_root)
