@@ -427,3 +427,6 @@ def _report(result: WriteResult, as_json: bool) -> None:
 
 def _print_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+from . import cli_hooks  # noqa: E402,F401  (registers inspect)

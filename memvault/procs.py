@@ -8,11 +8,13 @@ from pathlib import Path
 
 from . import paths
 
+_WINDOWS_DETACHED = 0x00000008 | 0x00000200 | 0x08000000  # DETACHED_PROCESS, NEW_PROCESS_GROUP, NO_WINDOW
+
 # Processes this one started: kept so they are reaped when they exit, not reported as leaked.
 _started: list[subprocess.Popen[bytes]] = []
 
 
-def spawn(command: list[str], log: Path) -> subprocess.Popen[bytes]:
+def spawn(command: list[str], log: Path, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
     """Run `command` in its own session, stdin/stdout closed, stderr appended to `log`; return at once.
 
     The child survives the parent being killed (a SessionEnd hook past the host's 1.5 s) and holds
@@ -21,14 +23,15 @@ def spawn(command: list[str], log: Path) -> subprocess.Popen[bytes]:
     paths.ensure_private_dir(log.parent)
     _started[:] = [proc for proc in _started if proc.poll() is None]
     with open(log, "ab") as stderr:
-        if sys.platform == "win32":
-            flags = subprocess.DETACHED_PROCESS | subprocess.CREATE_NEW_PROCESS_GROUP | subprocess.CREATE_NO_WINDOW
-            proc = subprocess.Popen(
-                command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr, creationflags=flags
-            )
-        else:
-            proc = subprocess.Popen(
-                command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True
-            )
+        windows = sys.platform == "win32"
+        proc = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            env=env,
+            start_new_session=not windows,
+            creationflags=_WINDOWS_DETACHED if windows else 0,
+        )
     _started.append(proc)
     return proc

@@ -302,8 +302,8 @@ def scan(root: Path, folder: str, ignore: tuple[str, ...], query: str, options: 
             text = (root / rel).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             continue
-        head, body = _split_frontmatter(text)
-        if not _scan_allowed(rel, folder, head, options):
+        head, body = split_frontmatter(text)
+        if not admits_file(rel, folder, head, options):
             continue
         title = next((ln[2:].strip() for ln in body.splitlines() if ln.startswith("# ")), Path(rel).stem)
         lower_title, lower_head, lower_body = title.lower(), head.lower(), body.lower()
@@ -320,7 +320,7 @@ def scan(root: Path, folder: str, ignore: tuple[str, ...], query: str, options: 
     return result
 
 
-def _split_frontmatter(text: str) -> tuple[str, str]:
+def split_frontmatter(text: str) -> tuple[str, str]:
     if text.startswith("\ufeff"):
         text = text[1:]
     if not text.startswith("---"):
@@ -329,8 +329,8 @@ def _split_frontmatter(text: str) -> tuple[str, str]:
     return (text[3:end], text[end + 4 :]) if end > 0 else ("", text)
 
 
-def _scan_allowed(rel: str, folder: str, head: str, options: Options) -> bool:
-    """The index's visibility rule and recall's filters, from a line-level read of the frontmatter."""
+def admits_file(rel: str, folder: str, head: str, options: Options) -> bool:
+    """The index's visibility rule and recall's filters, from a line-level read of the frontmatter (no YAML)."""
 
     def value(key: str) -> str:
         for line in head.splitlines():

@@ -1,0 +1,259 @@
+"""The Claude Code hooks: read the event's JSON on stdin, do the event's job, print once, log one line, exit 0.
+
+Imported by the launchers in `hooks/`. Never imports click, rich, YAML (except to refresh the
+settings cache) or the embedding model: UserPromptSubmit must finish within its 300 ms budget.
+Slow work (reflection, reindex, starting the embedding service) runs in a detached
+`memvault.hookjobs` process that the hook does not wait for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TextIO
+
+from . import hookstate, inject, paths
+
+_IMPORTED = time.monotonic()
+STARTUP_MS = 60  # interpreter start and imports before `main` runs, plus printing: kept out of the recall budget
+PROMPT_CHARS = 160  # how much of a prompt the log keeps (secrets redacted) for `memvault inspect`
+
+Output = dict[str, Any]
+
+
+class Skip(Exception):
+    """Nothing to do for this event; the reason goes to the log."""
+
+
+def main(event: str, stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
+    """Run one hook event; always returns 0 (the host treats anything else as a hook error)."""
+    started = time.monotonic()
+    record: dict[str, Any] = {"hook": event, "result": "success"}
+    output: Output | None = None
+    try:
+        payload = read_payload(stdin or sys.stdin)
+        record["session"] = payload.get("session_id") if isinstance(payload.get("session_id"), str) else None
+        output = _run(event, payload, record)
+    except Skip as why:
+        record.update(result="skipped", reason=str(why))
+    except Exception as exc:  # a hook never hurts the session: log it and carry on
+        record.update(result="error", reason=f"{type(exc).__name__}: {exc}"[:500])
+    if output is not None:
+        try:
+            (stdout or sys.stdout).write(json.dumps(output, ensure_ascii=False) + "\n")
+            (stdout or sys.stdout).flush()
+        except (OSError, ValueError) as exc:
+            record.update(result="error", reason=f"could not write the output: {exc}")
+    record["duration_ms"] = round((time.monotonic() - started) * 1000, 1)
+    with contextlib.suppress(Exception):  # a full disk must not break the session either
+        hookstate.log_event(record)
+    return 0
+
+
+def read_payload(stream: TextIO) -> dict[str, Any]:
+    """The event JSON; empty, broken or non-object input gives {} (the hook then does what it can)."""
+    try:
+        data = json.loads(stream.read(8 * 1024 * 1024) or "{}")
+    except (ValueError, OSError, UnicodeDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _run(event: str, payload: dict[str, Any], record: dict[str, Any]) -> Output | None:
+    handler = HANDLERS.get(event)
+    if handler is None:
+        raise Skip(f"unknown hook event {event!r}")
+    try:
+        settings = hookstate.settings()
+    except Exception as exc:
+        if event == "SessionStart":  # the one place the user sees it without reading the log
+            record.update(result="error", reason=str(exc))
+            return {"systemMessage": f"MemoryVault is off for this session: {exc}"}
+        raise
+    if not settings["memory"]["enabled"]:
+        raise Skip("memory.enabled is false (kill switch)")
+    return handler(payload, settings, record)
+
+
+def _text(payload: dict[str, Any], key: str) -> str:
+    value = payload.get(key)
+    return value if isinstance(value, str) else ""
+
+
+def _vault(settings: dict[str, Any]) -> tuple[Path, str]:
+    root = settings["vault"]["root"]
+    if not root:
+        raise Skip("no vault configured (memvault init PATH)")
+    path = Path(root).expanduser()
+    if not path.is_dir():
+        raise Skip(f"vault folder {path} is missing (sync drive not mounted?)")
+    return path.resolve(), settings["vault"]["folder"].strip("/")
+
+
+def _index_file(root: Path, folder: str, settings: dict[str, Any]) -> Path:
+    from .index import index_path
+
+    return index_path(root, paths.vault_state_dir(root), folder, settings["index"]["location"])
+
+
+def _session(payload: dict[str, Any]) -> str:
+    return _text(payload, "session_id") or "unknown"
+
+
+# ---- SessionStart ---------------------------------------------------------------------------
+
+
+def session_start(payload: dict[str, Any], settings: dict[str, Any], record: dict[str, Any]) -> Output | None:
+    root, folder = _vault(settings)
+    session, source = _session(payload), _text(payload, "source") or "startup"
+    record["source"] = source
+    info = {"transcript_path": _text(payload, "transcript_path"), "cwd": _text(payload, "cwd"), "source": source}
+    hookstate.write_start_marker(session, {**info, "vault": str(root)})
+    recall = settings["recall"]
+    entries = inject.always_load(root, folder, _index_file(root, folder, settings), recall["always_load_max"])
+    context, shown = inject.always_load_context(entries, recall["always_load_chars"])
+    # After /clear or compaction the earlier injections are gone from the context: recall may repeat them.
+    kept = hookstate.injected(session)["recalled"] if source == "resume" else []
+    hookstate.save_injected(session, {"always": shown, "recalled": kept})
+    record.update(injected=[{"path": p} for p in shown], always_load=len(entries))
+    _background("start")
+    notes = [f"Loaded {inject.plural(len(shown), 'MemoryVault always-load entry')}"] if shown else []
+    counts = inject.pending_counts(root, folder)
+    if counts["review"]:
+        notes.append(f"{counts['review']} awaiting review (memvault review)")
+    if counts["inbox"]:
+        notes.append(f"{counts['inbox']} in the inbox (memvault inbox)")
+    notes += hookstate.warnings().values()
+    out: Output = {}
+    if context:
+        out["hookSpecificOutput"] = {"hookEventName": "SessionStart", "additionalContext": context}
+    if notes:
+        out["systemMessage"] = "; ".join(notes)
+    return out or None
+
+
+# ---- UserPromptSubmit -----------------------------------------------------------------------
+
+
+def user_prompt_submit(payload: dict[str, Any], settings: dict[str, Any], record: dict[str, Any]) -> Output | None:
+    from . import client
+    from . import recall as rc
+
+    prompt = _text(payload, "prompt").strip()
+    record.update(prompt=_excerpt(prompt), prompt_chars=len(prompt))
+    recall = settings["recall"]
+    if len(prompt) < recall["min_prompt_chars"]:
+        raise Skip(f"prompt shorter than recall.min_prompt_chars ({recall['min_prompt_chars']})")
+    if prompt.startswith("/"):
+        raise Skip("slash command")
+    root, folder = _vault(settings)
+    session = _session(payload)
+    seen = hookstate.injected(session)
+    already = set(seen["always"]) | set(seen["recalled"])
+    spent_ms = (time.monotonic() - _IMPORTED) * 1000 + STARTUP_MS
+    options = rc.Options(
+        k=recall["k"] + min(len(already), 20),  # room to drop what this session already has
+        fusion=recall["fusion"],
+        vector_weight=recall["vector_weight"],
+        keyword_weight=recall["keyword_weight"],
+        budget_ms=max(20.0, recall["prompt_budget_ms"] - spent_ms),
+    )
+    index_file = _index_file(root, folder, settings)
+    if index_file.exists():
+        result = rc.recall_file(index_file, prompt, options, client.query_vector)
+    else:  # before the first reindex: the seed's file scan, keyword-only, within the budget
+        from . import store
+
+        ignore = store.ignore_patterns(root, tuple(settings["vault"]["ignore"]))
+        result = rc.scan(root, folder, ignore, prompt, options)
+    fresh = [h for h in result.hits if h.path not in already][: recall["k"]]
+    context, kept = inject.recall_context(fresh, recall["max_context_chars"])
+    record.update(
+        mode=result.mode,
+        vec_hits=result.vec_hits,
+        kw_hits=result.kw_hits,
+        deduped=[h.path for h in result.hits if h.path in already],
+        injected=[
+            {"path": h.path, "title": h.title, "score": h.score, "vec": h.vec_score, "kw": h.kw_score} for h in kept
+        ],
+        reason=result.reason,
+        result="partial" if result.partial else "success",
+    )
+    if not kept:
+        return None
+    hookstate.save_injected(session, {**seen, "recalled": seen["recalled"] + [h.path for h in kept]})
+    names = inject.titles([h.title for h in kept])
+    return {
+        "hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": context},
+        "systemMessage": f"Loaded {inject.plural(len(kept), 'relevant entry')}: {names}",
+    }
+
+
+def _excerpt(prompt: str) -> str:
+    from . import secrets
+
+    text, _ = secrets.redact(" ".join(prompt[: PROMPT_CHARS * 2].split()))
+    return text[:PROMPT_CHARS]
+
+
+# ---- Stop, SessionEnd, Notification(idle_prompt): schedule, never wait ------------------------
+
+
+def stop(payload: dict[str, Any], settings: dict[str, Any], record: dict[str, Any]) -> Output | None:
+    if payload.get("stop_hook_active") is True:
+        raise Skip("stop_hook_active: Claude is already continuing because of a Stop hook")
+    _schedule_reflection(payload, final=False)
+    record["scheduled"] = "reflect"
+    return None  # anything printed here would make the conversation continue
+
+
+def session_end(payload: dict[str, Any], settings: dict[str, Any], record: dict[str, Any]) -> Output | None:
+    record["reason"] = _text(payload, "reason") or None
+    _schedule_reflection(payload, final=True)
+    record["scheduled"] = "reflect --final"
+    return None
+
+
+def idle(payload: dict[str, Any], settings: dict[str, Any], record: dict[str, Any]) -> Output | None:
+    kind = _text(payload, "notification_type")
+    if kind and kind != "idle_prompt":
+        raise Skip(f"notification {kind!r} is not idle_prompt")
+    _vault(settings)
+    args = ["idle"]
+    if _text(payload, "session_id") and _text(payload, "transcript_path"):
+        args += ["--session", _session(payload), "--transcript", _text(payload, "transcript_path")]
+    _background(*args)
+    record["scheduled"] = "idle sweep"
+    return None
+
+
+def _schedule_reflection(payload: dict[str, Any], *, final: bool) -> None:
+    if paths.stop_file().exists():
+        raise Skip("the STOP file halts reflection")
+    transcript = _text(payload, "transcript_path")
+    if not transcript:
+        raise Skip("no transcript_path in the event")
+    args = ["reflect", "--session", _session(payload), "--transcript", transcript]
+    _background(*args, *(["--final"] if final else []))
+
+
+def _background(*args: str) -> None:
+    from . import procs
+
+    package_parent = str(Path(__file__).resolve().parent.parent)  # the plugin route runs without an install
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (package_parent, os.environ.get("PYTHONPATH")) if p)}
+    procs.spawn([sys.executable, "-m", "memvault.hookjobs", *args], paths.state_dir() / "hookjobs.log", env=env)
+
+
+HANDLERS: dict[str, Callable[[dict[str, Any], dict[str, Any], dict[str, Any]], Output | None]] = {
+    "SessionStart": session_start,
+    "UserPromptSubmit": user_prompt_submit,
+    "Stop": stop,
+    "SessionEnd": session_end,
+    "Notification": idle,
+}

@@ -1,0 +1,158 @@
+"""Background work the hooks start and never wait for: warm-up and reindex, reflection, the idle sweep.
+
+Run as `python -m memvault.hookjobs start | reflect --session ID --transcript PATH [--final] | idle`.
+Each run logs one line to the hook log (hook `job:<name>`), exactly like the hooks do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import filelock
+
+from . import hookstate, paths
+from .config import Config, load
+from .vault import Vault, open_vault
+
+ORPHAN_S = 3600  # a `.start` marker with no activity for an hour: the session crashed before SessionEnd
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m memvault.hookjobs")
+    parser.add_argument("job", choices=("start", "reflect", "idle"))
+    parser.add_argument("--session")
+    parser.add_argument("--transcript")
+    parser.add_argument("--final", action="store_true")
+    args = parser.parse_args(argv)
+    started = time.monotonic()
+    record: dict[str, Any] = {"hook": f"job:{args.job}", "session": args.session, "result": "success"}
+    try:
+        config = load()
+        if not config.memory.enabled:
+            record.update(result="skipped", reason="memory.enabled is false (kill switch)")
+        else:
+            vault = open_vault(config=config)
+            if args.job == "start":
+                record.update(warm_up(vault))
+            elif args.job == "reflect":
+                transcript = Path(args.transcript or "")
+                record.update(reflect_session(vault, args.session or "unknown", transcript, args.final))
+            else:
+                if args.session and args.transcript and not hookstate.marker(args.session, "start").exists():
+                    hookstate.write_start_marker(args.session, {"transcript_path": args.transcript})
+                record.update(sweep(vault, idle_s=config.reflection.idle_minutes * 60))
+    except Exception as exc:
+        record.update(result="error", reason=f"{type(exc).__name__}: {exc}"[:500])
+    record["duration_ms"] = round((time.monotonic() - started) * 1000, 1)
+    with contextlib.suppress(OSError):
+        hookstate.log_event(record)
+    return 0
+
+
+def warm_up(vault: Vault) -> dict[str, Any]:
+    """SessionStart's background half: the embedding service, an incremental reindex, crashed sessions."""
+    from . import indexing
+    from .errors import MemvaultError
+
+    indexing.ensure_service(vault.config)
+    out: dict[str, Any] = {}
+    try:  # another session's warm-up may be reindexing this vault right now: that one is enough
+        report = indexing.reindex(vault.root, vault.config, vectors="service", lock_timeout=0)
+        out.update(reindexed=report.changed, embedded=report.embedded, warnings=report.warnings or None)
+    except MemvaultError as exc:
+        out.update(reindexed=None, reason=str(exc))
+    out.update(sweep(vault, idle_s=None))
+    return out
+
+
+def reflect_session(vault: Vault, session: str, transcript: Path, final: bool) -> dict[str, Any]:
+    """Reflect what is new in one session's transcript; a final pass marks the session reflected."""
+    if paths.stop_file().exists():
+        return {"result": "skipped", "reason": "the STOP file halts reflection"}
+    if not transcript.is_file():
+        if final:
+            hookstate.mark_reflected(session)
+        return {"result": "skipped", "reason": f"no transcript at {transcript}"}
+    with _session_lock(session) as held:
+        if not held:
+            return {"result": "skipped", "reason": "a reflection of this session is already running"}
+        from . import reflect
+
+        report = reflect.reflect_transcript(vault, transcript, session_id=session, final=final)
+    if report.halted:
+        return {"result": "partial", "reason": "the STOP file halted reflection", "written": report.written}
+    if final:
+        hookstate.mark_reflected(session)
+    return {"written": report.written, "candidates": report.candidates, "miner": report.miner}
+
+
+def sweep(vault: Vault, *, idle_s: float | None) -> dict[str, Any]:
+    """Reflect idle and crashed sessions, prune old markers and logs, warn when reflection has stalled.
+
+    `idle_s=None` (at SessionStart) only recovers crashed sessions; the idle hook also reflects
+    sessions idle for `reflection.idle_minutes` that hold unreflected content.
+    """
+    from . import reflect
+
+    now = time.time()
+    done: list[str] = []
+    for path in hookstate.markers("start"):
+        info = hookstate.read_json(path)
+        if not isinstance(info, dict) or not isinstance(info.get("session_id"), str):
+            continue
+        transcript = Path(info.get("transcript_path") or "")
+        quiet = now - max(_mtime(transcript), _mtime(path))
+        orphan = quiet >= ORPHAN_S
+        due = idle_s is not None and quiet >= idle_s and transcript.is_file()
+        if orphan or (due and reflect.pending_bytes(vault, transcript) > 0):
+            outcome = reflect_session(vault, info["session_id"], transcript, final=orphan)
+            if outcome.get("result") not in ("skipped", "partial"):
+                done.append(info["session_id"])
+    gc = vault.config.gc
+    pruned = hookstate.prune(log_days=gc.log_days, marker_days=gc.marker_days, now=now)
+    hookstate.set_warning("stale_reflection", stale_warning(vault.config, reflect.last_run(vault), now))
+    return {"reflected_sessions": done, "pruned": pruned}
+
+
+def stale_warning(config: Config, last: float | None, now: float) -> str | None:
+    """The warning when no reflection has run for `reflection.stale_days` although sessions happened."""
+    days = config.reflection.stale_days
+    if last is not None:
+        idle_days = int((now - last) / 86400)
+        return f"no MemoryVault reflection for {idle_days} days (see memvault inspect)" if idle_days >= days else None
+    oldest = min((_mtime(p) for p in hookstate.markers("start") + hookstate.markers("reflected")), default=now)
+    if now - oldest < days * 86400:
+        return None
+    return f"no MemoryVault reflection has run in {days}+ days of sessions (see memvault inspect)"
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+@contextlib.contextmanager
+def _session_lock(session: str) -> Iterator[bool]:
+    folder = paths.ensure_private_dir(hookstate.sessions_dir())
+    lock = filelock.FileLock(str(folder / f"{hookstate.session_name(session)}.lock"))
+    try:
+        lock.acquire(timeout=0)
+    except filelock.Timeout:
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        lock.release()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
