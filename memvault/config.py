@@ -88,6 +88,7 @@ class RecallSettings:
 class EmbeddingSettings:
     model: str = "default"  # "default" = the packaged all-MiniLM-L6-v2; else any sentence-transformers name/path
     service_idle_minutes: int = _opt(30, low=1)
+    warm_service: bool = True  # SessionStart starts the service (~500 MB while up); false: hooks stay keyword-only
 
 
 @dataclass(frozen=True)

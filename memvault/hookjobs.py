@@ -60,10 +60,12 @@ def warm_up(vault: Vault) -> dict[str, Any]:
     from . import indexing
     from .errors import MemvaultError
 
-    indexing.ensure_service(vault.config)
+    warm = vault.config.embedding.warm_service
+    if warm:
+        indexing.ensure_service(vault.config)
     out: dict[str, Any] = {}
     try:  # another session's warm-up may be reindexing this vault right now: that one is enough
-        report = indexing.reindex(vault.root, vault.config, vectors="service", lock_timeout=0)
+        report = indexing.reindex(vault.root, vault.config, vectors="service" if warm else "none", lock_timeout=0)
         out.update(reindexed=report.changed, embedded=report.embedded, warnings=report.warnings or None)
     except MemvaultError as exc:
         out.update(reindexed=None, reason=str(exc))
