@@ -207,14 +207,14 @@ def _excerpt(prompt: str) -> str:
 def stop(payload: dict[str, Any], settings: dict[str, Any], record: dict[str, Any]) -> Output | None:
     if payload.get("stop_hook_active") is True:
         raise Skip("stop_hook_active: Claude is already continuing because of a Stop hook")
-    _schedule_reflection(payload, final=False)
+    _schedule_reflection(payload, settings, final=False)
     record["scheduled"] = "reflect"
     return None  # anything printed here would make the conversation continue
 
 
 def session_end(payload: dict[str, Any], settings: dict[str, Any], record: dict[str, Any]) -> Output | None:
     record["reason"] = _text(payload, "reason") or None
-    _schedule_reflection(payload, final=True)
+    _schedule_reflection(payload, settings, final=True)
     record["scheduled"] = "reflect --final"
     return None
 
@@ -232,7 +232,8 @@ def idle(payload: dict[str, Any], settings: dict[str, Any], record: dict[str, An
     return None
 
 
-def _schedule_reflection(payload: dict[str, Any], *, final: bool) -> None:
+def _schedule_reflection(payload: dict[str, Any], settings: dict[str, Any], *, final: bool) -> None:
+    _vault(settings)
     if paths.stop_file().exists():
         raise Skip("the STOP file halts reflection")
     transcript = _text(payload, "transcript_path")

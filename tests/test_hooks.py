@@ -1,0 +1,316 @@
+"""The hooks as the host runs them: real subprocesses, contract-shaped JSON on stdin, garbage too, always exit 0."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memvault import hookstate
+
+from .conftest import REPO
+
+HOOKS = REPO / "hooks"
+EVENTS = {
+    "session_start": "SessionStart",
+    "user_prompt_submit": "UserPromptSubmit",
+    "stop": "Stop",
+    "session_end": "SessionEnd",
+    "idle": "Notification",
+}
+SILENT = ("stop", "session_end", "idle")  # their stdout is ignored or, for Stop, would continue the conversation
+GARBAGE = ["", "not json", "[1, 2]", '"a string"', "{}", '{"session_id": 5, "prompt": ["x"]}', "{\"truncated\": "]
+FLAKY = "how do I fix a flaky test that fails only sometimes on CI?"
+
+
+def payload(event: str, session: str = "sess-1", **extra: Any) -> dict[str, Any]:
+    """Shaped like the contract's examples (§1.6–1.7)."""
+    base = {
+        "session_id": session,
+        "transcript_path": f"/tmp/no-such/{session}.jsonl",
+        "cwd": "/home/u/project",
+        "hook_event_name": event,
+        "permission_mode": "default",
+    }
+    return {**base, **extra}
+
+
+def run_hook(name: str, stdin: str | dict[str, Any], **env: str) -> subprocess.CompletedProcess[str]:
+    text = stdin if isinstance(stdin, str) else json.dumps(stdin)
+    return subprocess.run(
+        [sys.executable, str(HOOKS / f"{name}.py")],
+        input=text,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **env},
+    )
+
+
+def log_records(hook: str | None = None) -> list[dict[str, Any]]:
+    return [r for r in hookstate.read_log() if hook is None or r.get("hook") == hook]
+
+
+@pytest.fixture
+def hook_vault(vault_dir: Path, memvault_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The example vault, indexed keyword-only, with hooks that never start the embedding service."""
+    config = memvault_home / "config.yaml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(f"vault:\n  root: {vault_dir}\nembedding:\n  warm_service: false\n", encoding="utf-8")
+    from memvault import open_vault
+
+    open_vault(vault_dir).reindex(vectors="none")
+    return vault_dir
+
+
+def context_of(result: subprocess.CompletedProcess[str], event: str) -> str:
+    out = json.loads(result.stdout)
+    assert set(out) <= {"hookSpecificOutput", "systemMessage"}
+    assert out["hookSpecificOutput"]["hookEventName"] == event
+    context = out["hookSpecificOutput"]["additionalContext"]
+    assert isinstance(context, str) and len(context) < 10_000  # the host files away anything longer
+    return context
+
+
+# ---- robustness ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(EVENTS))
+def test_garbage_stdin_exits_0_and_prints_valid_json_or_nothing(name: str, hook_vault: Path) -> None:
+    for stdin in GARBAGE:
+        result = run_hook(name, stdin)
+        assert result.returncode == 0, (stdin, result.stderr)
+        if result.stdout.strip():
+            assert name not in SILENT
+            out = json.loads(result.stdout)
+            assert isinstance(out, dict) and set(out) <= {"hookSpecificOutput", "systemMessage"}
+    assert len(log_records(EVENTS[name])) == len(GARBAGE)  # one line per run, errors included
+
+
+@pytest.mark.parametrize("name", sorted(EVENTS))
+def test_no_vault_configured_is_a_quiet_no_op(name: str, memvault_home: Path) -> None:
+    result = run_hook(name, payload(EVENTS[name], prompt=FLAKY, source="startup"))
+    assert result.returncode == 0 and result.stdout == ""
+    assert log_records(EVENTS[name])[-1]["result"] == "skipped"
+
+
+def test_broken_config_is_reported_at_session_start_only(memvault_home: Path) -> None:
+    (memvault_home / "config.yaml").parent.mkdir(parents=True, exist_ok=True)
+    (memvault_home / "config.yaml").write_text("recall:\n  kk: 3\n", encoding="utf-8")
+    start = run_hook("session_start", payload("SessionStart", source="startup"))
+    assert start.returncode == 0
+    assert "recall.kk" in json.loads(start.stdout)["systemMessage"]
+    prompt = run_hook("user_prompt_submit", payload("UserPromptSubmit", prompt=FLAKY))
+    assert prompt.returncode == 0 and prompt.stdout == ""
+    assert log_records("UserPromptSubmit")[-1]["result"] == "error"
+
+
+def test_hooks_never_import_click_rich_yaml_or_the_model(hook_vault: Path) -> None:
+    run_hook("session_start", payload("SessionStart", source="startup"))  # fills the settings cache
+    probe = (
+        "import runpy, sys\n"
+        "try:\n    runpy.run_path(sys.argv[1], run_name='__main__')\nexcept SystemExit:\n    pass\n"
+        "heavy = {'click', 'rich', 'yaml', 'torch', 'sentence_transformers', 'numpy'}\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy), file=sys.stderr)\n"
+    )
+    for name in EVENTS:
+        result = subprocess.run(
+            [sys.executable, "-c", probe, str(HOOKS / f"{name}.py")],
+            input=json.dumps(payload(EVENTS[name], prompt=FLAKY, source="resume")),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 0
+        assert result.stderr.strip().splitlines()[-1] == "[]", (name, result.stderr)
+
+
+# ---- SessionStart -------------------------------------------------------------------------------
+
+
+def test_session_start_injects_always_load_and_writes_the_marker(hook_vault: Path) -> None:
+    folder = hook_vault / "MemoryVault/personal-private"
+    (folder / "_always-load/secret-plan.md").write_text("---\nprivate: true\n---\n# Secret plan\nhidden words\n")
+    (folder / "preference/tabs.md").write_text("---\nkind: preference\nalways_load: true\n---\n# Tabs\nUse tabs.\n")
+    (folder / "_always-load/old.md").write_text("---\nstatus: superseded\n---\n# Old rule\nobsolete words\n")
+    from memvault import open_vault
+
+    open_vault(hook_vault).reindex(vectors="none")  # a flag set outside memvault is seen after a reindex
+    event = payload("SessionStart", source="startup", transcript_path="/tmp/t/sess-1.jsonl", model="claude-x")
+    result = run_hook("session_start", event)
+    assert result.returncode == 0
+    context = context_of(result, "SessionStart")
+    assert context.startswith("<memoryvault-always-load") and context.endswith("</memoryvault-always-load>")
+    assert "Core dev flow" in context and "_always-load/dev-flow.md" in context
+    assert "Use tabs." in context  # always_load: true outside _always-load/ (found through the index)
+    assert "hidden words" not in context and "obsolete words" not in context
+    message = json.loads(result.stdout)["systemMessage"]
+    assert message.startswith("Loaded 2 MemoryVault always-load entries")
+    assert "1 awaiting review" in message and "1 in the inbox" in message
+    marker = hookstate.read_json(hookstate.marker("sess-1", "start"))
+    assert marker["transcript_path"] == "/tmp/t/sess-1.jsonl" and marker["cwd"] == "/home/u/project"
+    assert marker["started"] and marker["vault"] == str(hook_vault.resolve())
+
+
+def test_session_start_caps_count_and_size(hook_vault: Path, memvault_home: Path) -> None:
+    folder = hook_vault / "MemoryVault/personal-private/_always-load"
+    for n in range(30):
+        (folder / f"rule-{n:02d}.md").write_text(f"# Rule {n}\n" + f"rule {n} words " * 200)
+    config = memvault_home / "config.yaml"
+    config.write_text(config.read_text() + "recall:\n  always_load_max: 12\n  always_load_chars: 4000\n")
+    context = context_of(run_hook("session_start", payload("SessionStart", source="startup")), "SessionStart")
+    assert len(context) <= 4000
+    assert context.count("\n## ") < 12 and "Not shown for space:" in context  # cut entries are named
+    named = set(re.findall(r"_always-load/([\w-]+)\.md", context))
+    assert len(named) == 12  # shown or named: exactly always_load_max entries
+
+
+# ---- UserPromptSubmit ---------------------------------------------------------------------------
+
+
+def test_prompt_recall_injects_fenced_context_and_dedups_within_the_session(hook_vault: Path) -> None:
+    run_hook("session_start", payload("SessionStart", source="startup"))
+    first = run_hook("user_prompt_submit", payload("UserPromptSubmit", prompt=FLAKY))
+    context = context_of(first, "UserPromptSubmit")
+    assert context.startswith("<memoryvault-recall") and "bisecting-flaky-tests.md" in context
+    assert "dev-flow.md" not in context  # always-load entries are already in the session
+    message = json.loads(first.stdout)["systemMessage"]
+    assert message.startswith("Loaded ") and "Bisecting flaky tests" in message
+    given = {e["path"] for e in log_records("UserPromptSubmit")[-1]["injected"]}
+
+    second = run_hook("user_prompt_submit", payload("UserPromptSubmit", prompt=FLAKY))
+    again = json.loads(second.stdout)["hookSpecificOutput"]["additionalContext"] if second.stdout else ""
+    assert not any(path in again for path in given)
+    assert set(log_records("UserPromptSubmit")[-1]["deduped"]) >= given
+
+    other = run_hook("user_prompt_submit", payload("UserPromptSubmit", session="sess-2", prompt=FLAKY))
+    assert "bisecting-flaky-tests.md" in context_of(other, "UserPromptSubmit")  # another session starts fresh
+
+
+def test_compaction_lets_recall_repeat_but_resume_does_not(hook_vault: Path) -> None:
+    def ask() -> str:
+        return run_hook("user_prompt_submit", payload("UserPromptSubmit", prompt=FLAKY)).stdout
+
+    assert "bisecting-flaky-tests.md" in ask()
+    run_hook("session_start", payload("SessionStart", source="resume"))  # the transcript replays what was given
+    assert "bisecting-flaky-tests.md" not in ask()
+    run_hook("session_start", payload("SessionStart", source="compact"))  # compaction dropped it from the context
+    assert "bisecting-flaky-tests.md" in ask()
+
+
+def test_trivial_prompts_and_slash_commands_are_skipped(hook_vault: Path) -> None:
+    for prompt in ("ok", "  thanks  ", "/compact focus on the flaky test failures"):
+        result = run_hook("user_prompt_submit", payload("UserPromptSubmit", prompt=prompt))
+        assert result.returncode == 0 and result.stdout == ""
+        assert log_records("UserPromptSubmit")[-1]["result"] == "skipped"
+
+
+def test_private_notes_and_secrets_in_prompts_stay_out(hook_vault: Path) -> None:
+    note = hook_vault / "MemoryVault/personal-private/fix/flaky-private.md"
+    note.write_text("---\nprivate: true\n---\n# Flaky test private notes\nflaky test fails sometimes CI\n")
+    from memvault import open_vault
+
+    open_vault(hook_vault).reindex(vectors="none")
+    key = "sk-ant-api03-" + "A1b2C3d4E5f6G7h8" * 5
+    result = run_hook("user_prompt_submit", payload("UserPromptSubmit", prompt=f"{FLAKY} my key is {key}"))
+    assert "flaky-private" not in result.stdout
+    logged = json.dumps(log_records("UserPromptSubmit")[-1])
+    assert key not in logged and "flaky test" in logged
+
+
+def test_settings_cache_follows_config_edits(hook_vault: Path, memvault_home: Path) -> None:
+    assert len(log_records()) == 0
+    run_hook("user_prompt_submit", payload("UserPromptSubmit", prompt=FLAKY))
+    assert len(log_records("UserPromptSubmit")[-1]["injected"]) == 5
+    config = memvault_home / "config.yaml"
+    config.write_text(config.read_text() + "recall:\n  k: 2\n")
+    run_hook("user_prompt_submit", payload("UserPromptSubmit", session="s-2", prompt=FLAKY))
+    assert len(log_records("UserPromptSubmit")[-1]["injected"]) == 2
+    off = run_hook("user_prompt_submit", payload("UserPromptSubmit", session="s-3", prompt=FLAKY), MEMVAULT_ENABLED="0")
+    assert off.stdout == "" and log_records("UserPromptSubmit")[-1]["result"] == "skipped"
+
+
+def test_before_the_first_reindex_prompts_fall_back_to_a_file_scan(vault_dir: Path, memvault_home: Path) -> None:
+    memvault_home.mkdir(parents=True, exist_ok=True)
+    (memvault_home / "config.yaml").write_text(f"vault:\n  root: {vault_dir}\nembedding:\n  warm_service: false\n")
+    result = run_hook("user_prompt_submit", payload("UserPromptSubmit", prompt=FLAKY))
+    assert "bisecting-flaky-tests.md" in context_of(result, "UserPromptSubmit")
+    assert "no index yet" in log_records("UserPromptSubmit")[-1]["reason"]
+
+
+# ---- kill switch, STOP file, the silent hooks --------------------------------------------------------
+
+
+def test_kill_switch_makes_every_hook_a_no_op(hook_vault: Path, memvault_home: Path) -> None:
+    config = memvault_home / "config.yaml"
+    config.write_text(config.read_text() + "memory:\n  enabled: false\n")
+    for name, event in EVENTS.items():
+        result = run_hook(name, payload(event, prompt=FLAKY, source="startup"))
+        assert result.returncode == 0 and result.stdout == ""
+    assert not hookstate.markers("start")
+    assert [r["result"] for r in log_records()] == ["skipped"] * len(EVENTS)
+    assert all("kill switch" in r["reason"] for r in log_records())
+
+
+def test_stop_prints_nothing_honours_stop_hook_active_and_the_stop_file(hook_vault: Path, tmp_path: Path) -> None:
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("")
+    active = run_hook("stop", payload("Stop", stop_hook_active=True, transcript_path=str(transcript)))
+    assert active.returncode == 0 and active.stdout == ""
+    assert "stop_hook_active" in log_records("Stop")[-1]["reason"]
+    from memvault import paths
+
+    paths.stop_file().parent.mkdir(parents=True, exist_ok=True)
+    paths.stop_file().touch()
+    halted = run_hook("stop", payload("Stop", stop_hook_active=False, transcript_path=str(transcript)))
+    assert halted.stdout == "" and "STOP" in log_records("Stop")[-1]["reason"]
+    end = run_hook("session_end", payload("SessionEnd", reason="prompt_input_exit", transcript_path=str(transcript)))
+    assert end.stdout == "" and "STOP" in log_records("SessionEnd")[-1]["reason"]
+
+
+def test_idle_hook_ignores_other_notifications(hook_vault: Path) -> None:
+    result = run_hook("idle", payload("Notification", notification_type="permission_prompt", message="Needs you"))
+    assert result.stdout == "" and log_records("Notification")[-1]["result"] == "skipped"
+
+
+# ---- the log --------------------------------------------------------------------------------------
+
+
+def test_log_rolls_over_and_old_files_and_markers_are_pruned(memvault_home: Path) -> None:
+    for n in range(40):
+        hookstate.log_event({"hook": "UserPromptSubmit", "n": n}, max_bytes=1000)
+    files = sorted(hookstate.log_dir().glob("hooks-*.jsonl"))
+    assert len(files) > 2 and all(f.stat().st_size < 1200 for f in files)
+    assert [r["n"] for r in hookstate.read_log()] == list(range(40))  # nothing lost, in order
+    hookstate.write_start_marker("old", {})
+    hookstate.mark_reflected("old")
+    hookstate.write_start_marker("open", {})
+    month_ago = time.time() - 31 * 86400
+    for path in [*files[:2], hookstate.marker("old", "reflected"), hookstate.marker("open", "start")]:
+        os.utime(path, (month_ago, month_ago))
+    removed = hookstate.prune(log_days=30, marker_days=30)
+    assert removed == {"logs": 2, "markers": 1}
+    assert hookstate.marker("open", "start").exists()  # open sessions are recovered, never pruned
+
+
+def test_inspect_shows_what_was_injected_and_why(hook_vault: Path) -> None:
+    from click.testing import CliRunner
+
+    from memvault.cli import cli
+
+    run_hook("user_prompt_submit", payload("UserPromptSubmit", prompt=FLAKY))
+    run_hook("user_prompt_submit", payload("UserPromptSubmit", prompt=FLAKY))
+    result = CliRunner().invoke(cli, ["inspect", "--session", "sess"], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    assert "bisecting-flaky-tests.md" in result.output and "keywords" in result.output
+    assert "already given this session" in result.output and FLAKY[:30] in result.output
+    records = json.loads(CliRunner().invoke(cli, ["inspect", "--json"]).output)
+    assert [r["hook"] for r in records] == ["UserPromptSubmit", "UserPromptSubmit"]
+    assert CliRunner().invoke(cli, ["inspect", "--session", "nope"]).output.startswith("no hook runs logged")
