@@ -1,4 +1,4 @@
-"""The Vault: the public API over one Obsidian vault — save, evolve, update, read, list, undo.
+"""The Vault: the public API over one Obsidian vault — save, evolve, update, move, remove, read, list, undo.
 
 Every mutation runs under the vault lock, is written to the intent journal first, then applied
 with atomic writes, then (in a git vault) committed as exactly one commit.
@@ -148,7 +148,8 @@ class Vault:
         folder: str | None = None,
     ) -> WriteResult:
         """Write `MemoryVault/<group>/<kind>/<slug>.md` (or `<group>/<folder>/…` for `_inbox` etc.)."""
-        kind_s, slug_s = model.slug(kind, "kind"), model.slug(slug, "slug")
+        # `_index` is the folder note of an idea or project folder (`_idea-incubator/<idea>/_index.md`).
+        kind_s, slug_s = model.slug(kind, "kind"), slug if slug == "_index" else model.slug(slug, "slug")
         group_s = model.slug(group or self.config.vault.default_group, "group")
         rel = f"{self.folder}/{group_s}/{folder or kind_s}/{slug_s}.md"
         given, body = model.split_given(body)
@@ -278,6 +279,49 @@ class Vault:
             text, warning = self._checked(notes.dump(note), rel)
             intent = self._intent(op, rel, [journal.FileOp(rel, text, journal.digest(target))])
             return self._commit(intent, rel, warning=warning)
+
+    def move(
+        self,
+        rel: str,
+        new_rel: str,
+        *,
+        meta: Mapping[str, Any] | None = None,
+        remove: Iterable[str] = (),
+        body: str | None = None,
+        expected_mtime_ns: int | None = None,
+        op: str = "move",
+    ) -> WriteResult:
+        """Move a note inside MemoryVault/ (e.g. `_review/` → `<kind>/`), optionally changing keys and body.
+
+        One intent: the new file is written and the old one deleted together; `new_rel` must be free.
+        """
+        model.check_fields(meta or {}, body)
+        with self._mutation():
+            target, rel = safety.resolve_target(self.root, rel, self.folder)
+            new_target, new_rel = safety.resolve_target(self.root, new_rel, self.folder)
+            existing = self._existing(target, rel, expected_mtime_ns)
+            if existing is None:
+                raise SafetyError(f"{rel}: no such note", code="missing", path=rel)
+            if new_rel == rel or new_target.exists():
+                raise SafetyError(f"{new_rel} already exists", code="conflict", path=new_rel)
+            note = notes.with_meta(model.valid(existing, rel), {**(meta or {}), "updated": notes.now()}, remove)
+            if body is not None:
+                note = notes.with_body(note, safety.strip_private(body))
+            text, warning = self._checked(notes.dump(note), new_rel)
+            ops = [journal.FileOp(new_rel, text, journal.ABSENT), journal.FileOp(rel, None, journal.digest(target))]
+            intent = self._intent(op, new_rel, ops, reason=f"from {rel}")
+            return self._commit(intent, new_rel, warning=warning)
+
+    def remove(self, rel: str, *, reason: str, expected_mtime_ns: int | None = None, op: str = "remove") -> WriteResult:
+        """Delete a note under MemoryVault/ (inbox reject, review reject); `reason` goes into the commit."""
+        if not reason.strip():
+            raise MemvaultError("remove needs a reason: it is recorded in the commit", code="usage")
+        with self._mutation():
+            target, rel = safety.resolve_target(self.root, rel, self.folder)
+            if self._existing(target, rel, expected_mtime_ns) is None:
+                raise SafetyError(f"{rel}: no such note", code="missing", path=rel)
+            intent = self._intent(op, rel, [journal.FileOp(rel, None, journal.digest(target))], reason=reason.strip())
+            return self._commit(intent, rel)
 
     def undo(self) -> WriteResult:
         """Revert the last memvault commit with `git revert` (never a reset)."""
