@@ -103,6 +103,9 @@ class ReflectionSettings:
     inbox_warn: int = _opt(50, low=1)
     incubator_warn: int = _opt(20, low=1)
     stale_days: int = _opt(7, low=1)
+    review_after_sessions: int = _opt(3, low=1)  # a low-confidence pattern seen in this many sessions goes to review
+    duplicate_similarity: float = _opt(0.80, low=0, high=1)  # cosine at or above: the same entry again (skipped)
+    supersede_similarity: float = _opt(0.65, low=0, high=1)  # cosine at or above (below duplicate): supersede proposal
 
 
 @dataclass(frozen=True)
