@@ -173,9 +173,5 @@ def _newer(captured_at: dt.datetime | None, updated: str | None) -> bool:
         when = dt.datetime.fromisoformat(str(updated).replace("Z", "+00:00"))
     except ValueError:
         return True
-    a, b = _naive_utc(captured_at), _naive_utc(when)
-    return a >= b
-
-
-def _naive_utc(value: dt.datetime) -> dt.datetime:
-    return value.astimezone(dt.timezone.utc).replace(tzinfo=None) if value.tzinfo else value
+    # A naive time is local wall-clock time (what notes.now() writes); astimezone() reads it so.
+    return captured_at.astimezone(dt.timezone.utc) >= when.astimezone(dt.timezone.utc)
