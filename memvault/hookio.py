@@ -11,17 +11,21 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
-from . import hookstate, inject, paths
+from . import hookstate, paths
 
 _IMPORTED = time.monotonic()
 STARTUP_MS = 60  # interpreter start and imports before `main` runs, plus printing: kept out of the recall budget
 PROMPT_CHARS = 160  # how much of a prompt the log keeps (secrets redacted) for `memvault inspect`
+
+# Every rule in secrets.py needs an "=" or ":", a PEM fence, or a run of 12+ non-space characters.
+_MAYBE_SECRET = re.compile(r"[=:]|-----|\S{12,}")
 
 Output = dict[str, Any]
 
@@ -109,6 +113,8 @@ def _session(payload: dict[str, Any]) -> str:
 
 
 def session_start(payload: dict[str, Any], settings: dict[str, Any], record: dict[str, Any]) -> Output | None:
+    from . import inject
+
     root, folder = _vault(settings)
     session, source = _session(payload), _text(payload, "source") or "startup"
     record["source"] = source
@@ -141,7 +147,7 @@ def session_start(payload: dict[str, Any], settings: dict[str, Any], record: dic
 
 
 def user_prompt_submit(payload: dict[str, Any], settings: dict[str, Any], record: dict[str, Any]) -> Output | None:
-    from . import client
+    from . import client, inject
     from . import recall as rc
 
     prompt = _text(payload, "prompt").strip()
@@ -195,9 +201,12 @@ def user_prompt_submit(payload: dict[str, Any], settings: dict[str, Any], record
 
 
 def _excerpt(prompt: str) -> str:
-    from . import secrets
+    """The start of the prompt for the log, secrets redacted (the scanner loads only when one may be there)."""
+    text = " ".join(prompt[: PROMPT_CHARS * 2].split())
+    if _MAYBE_SECRET.search(text):
+        from . import secrets
 
-    text, _ = secrets.redact(" ".join(prompt[: PROMPT_CHARS * 2].split()))
+        text, _ = secrets.redact(text)
     return text[:PROMPT_CHARS]
 
 
