@@ -100,11 +100,13 @@ def sync(
     if only is None:
         listing = store.list_markdown(layout.root, layout.ignore)
         paths = list(listing.notes)
-        gone = [p for p in known if p not in set(paths)]
+        present = set(paths)
+        gone = [p for p in known if p not in present]
     else:
         wanted = [p for p in only if p.lower().endswith(".md") and not store.is_ignored(p, layout.ignore)]
         paths = [p for p in wanted if (layout.root / p).is_file()]
-        gone = [p for p in wanted if p not in set(paths) and p in known]
+        present = set(paths)
+        gone = [p for p in wanted if p not in present and p in known]
     report.scanned = len(paths)
     with db.transaction(index.conn):
         report.removed = index.delete(gone)
