@@ -1,0 +1,620 @@
+"""Reflection: a session transcript → mined candidates → routed → written to the vault, incrementally.
+
+`reflect_transcript` reads what is new in a transcript since its saved cursor (plus a few turns of
+context before it), runs the configured miner, finds each candidate's nearest existing note with
+recall, asks `router` where it goes, and writes it through the Vault (atomic, journalled, indexed)
+with provenance frontmatter. It is idempotent: the cursor, a per-transcript record of the candidate
+keys already routed, and duplicate detection all make a second pass add nothing.
+
+State lives under `vault.state_dir / "reflect"` (never in the vault): one JSON file per transcript
+(cursor, routed keys), `ledger.json` (candidate key → the sessions that produced it), `last_run.json`
+and `reflect.lock`. Concurrent reflections of one vault are serialised by that lock: a second one
+waits up to LOCK_WAIT_S and then returns a report with `busy` set, having done nothing.
+
+The STOP file (`paths.stop_file()`) halts reflection at once: checked before starting and before
+every candidate; a halted pass writes nothing more and keeps its cursor, so the next pass resumes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import chunking, notes, paths, router, secrets, store
+from .errors import MemvaultError, SafetyError
+from .index import place
+from .model import INCUBATOR
+from .vault import Vault
+
+LOCK_WAIT_S = 30.0  # a second reflection of the same vault waits this long, then reports busy
+WAIT_SERVICE_S = 5.0  # how long reflection waits for the warm embedding service (background work)
+RECALL_BUDGET_MS = 5_000
+CONTEXT_TURNS = 8  # turns before the cursor re-read as context, so a fix spanning two passes is seen whole
+LEDGER_SESSIONS = 20  # sessions remembered per candidate key
+KEYS_KEPT = 2_000  # routed keys remembered per transcript
+SLUG_CHARS = 60  # longest file name made from a candidate title
+
+Progress = Callable[[int, int, str], None]  # (files done, files total, current file)
+
+
+@dataclass
+class Report:
+    transcript: str
+    session_id: str | None
+    miner: str
+    turns: int = 0
+    candidates: int = 0
+    routes: list[dict[str, Any]] = field(default_factory=list)
+    written: list[str] = field(default_factory=list)
+    skipped_lines: dict[str, int] = field(default_factory=dict)
+    dry_run: bool = False
+    halted: bool = False  # the STOP file was present: nothing (more) was written
+    ms: float = 0.0
+    busy: bool = False  # another reflection held the lock for LOCK_WAIT_S: nothing was done
+    deferred: bool = False  # reflection.miner is "claude" and this was not the final pass: left for it
+    notes: list[str] = field(default_factory=list)  # dropped candidates (secrets), warnings
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class CorpusReport:
+    folder: str
+    files: int = 0
+    reflected: int = 0  # files with new content this pass
+    unchanged: int = 0  # files already reflected to their end
+    candidates: int = 0
+    written: list[str] = field(default_factory=list)
+    errors: dict[str, str] = field(default_factory=dict)
+    halted: bool = False
+    busy: bool = False
+    dry_run: bool = False
+    ms: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+# ---- public ----------------------------------------------------------------------------------
+
+
+def stop_file() -> Path:
+    """While this file exists reflection halts at once (`touch` it to pause, delete it to resume)."""
+    return paths.stop_file()
+
+
+def last_run(vault: Vault) -> float | None:
+    """Epoch seconds of the last successful reflection of this vault on this machine."""
+    data = _read_json(_state(vault) / "last_run.json")
+    value = data.get("time") if isinstance(data, dict) else None
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def pending_bytes(vault: Vault, transcript: Path) -> int:
+    """Transcript bytes not reflected yet (0 = nothing new)."""
+    try:
+        size = transcript.stat().st_size
+    except OSError:
+        return 0
+    offset = _TranscriptState.load(vault, transcript).offset
+    return size if offset > size else size - offset  # a shorter file was rewritten: all of it is new
+
+
+def reflect_transcript(
+    vault: Vault, transcript: Path, *, session_id: str | None = None, dry_run: bool = False, final: bool = False
+) -> Report:
+    """Reflect what is new in one transcript; see the module docstring."""
+    started = time.monotonic()
+    miner_name = vault.config.reflection.miner
+    report = Report(str(transcript), session_id, miner_name, dry_run=dry_run)
+    if stop_file().exists():
+        report.halted = True
+        return _done(report, started)
+    if miner_name == "claude" and not final and not dry_run:
+        report.deferred = True  # one headless Claude run per session end, not one per turn
+        return _done(report, started)
+    with _lock(vault) as held:
+        if not held:
+            report.busy = True
+            return _done(report, started)
+        _Reflection(vault, transcript, report, final=final).run()
+    if not (dry_run or report.halted):
+        _write_json(_state(vault) / "last_run.json", {"time": time.time(), "transcript": str(transcript)})
+    return _done(report, started)
+
+
+def reflect_corpus(
+    vault: Vault, folder: Path, *, progress: Progress | None = None, dry_run: bool = False
+) -> CorpusReport:
+    """Reflect every `*.jsonl` under `folder`, oldest first, one at a time (each saves its cursor).
+
+    Interrupted (STOP file, Ctrl-C, a crash), the next pass resumes: finished files have nothing
+    pending and a file halted midway resumes from its cursor. `progress(done, total, path)` is called
+    before each file and once at the end.
+    """
+    started = time.monotonic()
+    report = CorpusReport(str(folder), dry_run=dry_run)
+    files = corpus_files(folder)
+    report.files = len(files)
+    for done, path in enumerate(files):
+        if progress:
+            progress(done, len(files), str(path))
+        if stop_file().exists():
+            report.halted = True
+            break
+        if not dry_run and pending_bytes(vault, path) == 0:
+            report.unchanged += 1
+            continue
+        try:
+            one = reflect_transcript(vault, path, dry_run=dry_run, final=True)
+        except (MemvaultError, OSError, ValueError) as exc:
+            report.errors[str(path)] = f"{type(exc).__name__}: {exc}"
+            continue
+        report.reflected += 1
+        report.candidates += one.candidates
+        report.written += one.written
+        if one.halted or one.busy:
+            report.halted, report.busy = one.halted, one.busy
+            break
+    else:
+        if progress:
+            progress(len(files), len(files), "")
+    report.ms = round((time.monotonic() - started) * 1000, 1)
+    return report
+
+
+def corpus_files(folder: Path) -> list[Path]:
+    """The transcripts under `folder` (subagent files included), oldest first."""
+    found = [p for p in folder.rglob("*.jsonl") if p.is_file()]
+    return sorted(found, key=lambda p: (p.stat().st_mtime, str(p)))
+
+
+def projects_dir() -> Path:
+    """Claude Code's transcript folder: `$CLAUDE_CONFIG_DIR/projects`, else `~/.claude/projects`."""
+    base = os.environ.get("CLAUDE_CONFIG_DIR")
+    return (Path(base).expanduser() if base else Path.home() / ".claude") / "projects"
+
+
+def project_folder(cwd: Path) -> Path:
+    """The folder Claude Code keeps a project's transcripts in: the cwd with every non-alphanumeric → `-`."""
+    name = "".join(c if c.isalnum() else "-" for c in str(cwd))
+    return projects_dir() / name
+
+
+# ---- one pass over one transcript ------------------------------------------------------------
+
+
+class _Reflection:
+    def __init__(self, vault: Vault, path: Path, report: Report, *, final: bool) -> None:
+        self.vault, self.path, self.report, self.final = vault, path, report, final
+        self.state = _TranscriptState.load(vault, path)
+        self.ledger = _Ledger.load(vault)
+        self.thresholds = router.Thresholds.from_settings(vault.config.reflection)
+        self.group = vault.config.vault.default_group
+        self.waited = False
+
+    def run(self) -> None:
+        from . import miner, transcript
+
+        report, state = self.report, self.state
+        size = self.path.stat().st_size
+        if state.offset > size:  # the file was replaced by a shorter one: start over (routed keys stay)
+            state.reset()
+        read = transcript.read(self.path, transcript.Cursor(state.context_offset, state.context_line))
+        report.session_id = report.session_id or read.session_id or self.path.stem
+        report.skipped_lines = dict(read.skipped)
+        turns = [dataclasses.replace(t, text=chunking.strip_private(t.text)) for t in read.turns]
+        new_turns = [t for t in turns if t.line > state.line]
+        report.turns = len(new_turns)
+        if not new_turns:
+            self._advance(read.cursor, turns)
+            return
+        candidates, report.miner = miner.run(turns, miner=self.vault.config.reflection.miner)
+        times = {f"L{t.line}": t.timestamp for t in turns}
+        candidates = [_safe_key(c) for c in candidates]
+        fresh = _unique(c for c in candidates if c.key not in state.keys)
+        report.candidates = len(fresh)
+        for candidate in fresh:
+            if stop_file().exists():
+                report.halted = True
+                break
+            self._one(candidate, _said_at(candidate.evidence, times))
+        if report.dry_run:
+            return
+        if report.halted:
+            state.save()  # the routed keys, not the cursor: the rest is mined again next time
+            self.ledger.save()
+            return
+        self._advance(read.cursor, turns)
+        self.ledger.save()
+
+    def _advance(self, cursor: Any, turns: Sequence[Any]) -> None:
+        if self.report.dry_run:
+            return
+        context_line = turns[-CONTEXT_TURNS].line - 1 if len(turns) >= CONTEXT_TURNS else self.state.context_line
+        self.state.advance(self.path, cursor.offset, cursor.line, context_line)
+        self.state.save()
+
+    def _one(self, candidate: Any, said_at: dt.datetime | None) -> None:
+        report, session = self.report, self.report.session_id or "unknown"
+        title, title_secrets = secrets.redact(_clean(candidate.title))
+        body, body_secrets = secrets.redact(_clean(candidate.body))
+        redacted = bool(title_secrets or body_secrets)
+        entry: dict[str, Any] = {
+            "title": title, "category": candidate.category, "confidence": candidate.confidence,
+            "rule": candidate.rule, "key": candidate.key, "evidence": list(candidate.evidence),
+        }  # fmt: skip
+        if not title.strip() or not body.strip():
+            entry.update(action="dropped", reason="nothing left after removing <private> spans")
+            report.routes.append(entry)
+            self.state.keys.add(candidate.key)
+            return
+        if redacted:
+            report.notes.append(f"{title}: secrets were redacted before writing")
+        seen = self.ledger.seen(candidate.key, session, dry=report.dry_run)
+        nearest, related = self._nearest(candidate, title, body)
+        choice = router.route(
+            candidate,
+            sessions_seen=seen,
+            nearest=nearest,
+            review_mode=self.vault.config.memory.review_mode,
+            thresholds=self.thresholds,
+            captured_at=said_at,
+        )
+        entry.update(action=choice.action, reason=choice.reason, sessions=seen)
+        if choice.target:
+            entry["target"] = choice.target
+        try:
+            path = self._apply(choice, candidate, title, body, session, seen, related)
+        except SafetyError as exc:
+            entry.update(action="dropped", reason=f"refused by the vault ({exc.code}): {exc.args[0]}"[:300])
+            report.notes.append(f"{title}: dropped ({exc.code})")
+            path = None
+        if path:
+            entry["path"] = path
+            if not report.dry_run:
+                report.written.append(path)
+                self.ledger.wrote(candidate.key, path)
+        report.routes.append(entry)
+        if not report.dry_run:
+            self.state.keys.add(candidate.key)
+
+    # ---- nearest existing note ---------------------------------------------------------------
+
+    def _nearest(self, candidate: Any, title: str, body: str) -> tuple[router.Nearest | None, list[str]]:
+        if candidate.category == "idea":
+            return self._nearest_idea(candidate, title), self._related(title, body)
+        query = f"{title}\n\n{body}"
+        try:
+            result = self.vault.recall(
+                query, 5, include_inbox=True, wait_service=self._wait(), budget_ms=RECALL_BUDGET_MS
+            )
+        except (MemvaultError, OSError) as exc:
+            self.report.notes.append(f"recall failed, no duplicate check for {title!r}: {exc}")
+            return None, []
+        if not result.hits:
+            return None, []
+        hit = result.hits[0]
+        keyword_only = result.mode == "keyword" or hit.vec_score == 0.0
+        similarity = _term_share(query, self._text(hit.path)) if keyword_only else hit.vec_score
+        return self._describe(hit.path, hit.title, similarity, "keyword" if keyword_only else "cosine"), []
+
+    def _nearest_idea(self, candidate: Any, title: str) -> router.Nearest | None:
+        """Incubator notes are not recalled (status incubating): look for the same key or folder name."""
+        root = self.vault.memory_dir / self.group / INCUBATOR
+        slug = _slug(title)
+        for index in sorted(root.glob("*/_index.md")) if root.is_dir() else []:
+            rel = index.relative_to(self.vault.root).as_posix()
+            try:
+                meta = self.vault.read(rel).note.meta
+            except MemvaultError:
+                continue
+            if meta.get("reflect_key") == candidate.key or index.parent.name == slug:
+                return self._describe(rel, title, 1.0, "keyword")
+        return None
+
+    def _related(self, title: str, body: str) -> list[str]:
+        """Wikilinks to the existing notes most related to an idea (SPEC §8)."""
+        try:
+            result = self.vault.recall(f"{title}\n\n{body}", 3, wait_service=self._wait(), budget_ms=RECALL_BUDGET_MS)
+        except (MemvaultError, OSError):
+            return []
+        return [f"[[{Path(h.path).stem}]]" for h in result.hits if h.score > 0]
+
+    def _wait(self) -> float:
+        """Wait for the embedding service on the first recall of a pass only (a failing start costs once)."""
+        wait, self.waited = (0.0 if self.waited else WAIT_SERVICE_S), True
+        return wait
+
+    def _describe(self, rel: str, title: str, similarity: float, measure: str) -> router.Nearest:
+        in_memory, _, area = place(rel, self.vault.folder)
+        try:
+            meta = self.vault.read(rel).note.meta
+        except MemvaultError:
+            meta = {}
+        updated = meta.get("updated") or meta.get("created")
+        return router.Nearest(
+            path=rel, title=title, similarity=similarity, measure=measure,
+            kind=str(meta["kind"]) if meta.get("kind") else None, status=str(meta.get("status") or "active"),
+            area=area, in_memory=in_memory, updated=_iso(updated),
+            key=str(meta["reflect_key"]) if meta.get("reflect_key") else None,
+        )  # fmt: skip
+
+    def _text(self, rel: str) -> str:
+        try:
+            nf = self.vault.read(rel)
+        except MemvaultError:
+            return ""
+        return f"{nf.title}\n{nf.note.body}"
+
+    # ---- writing -----------------------------------------------------------------------------
+
+    def _apply(
+        self, choice: router.Route, candidate: Any, title: str, body: str, session: str, seen: int, related: list[str]
+    ) -> str | None:
+        if choice.action == router.DUPLICATE:
+            return None
+        meta: dict[str, Any] = {
+            "route": choice.action if choice.action != router.SUPERSEDE else "review",
+            "captured": dt.date.today(),
+            "rule": candidate.rule,
+            "evidence": list(candidate.evidence),
+            "reflect_key": candidate.key,
+            "seen_in_sessions": seen,
+        }
+        if choice.action == router.PROMOTE:
+            assert choice.target and choice.folder
+            folder = choice.folder
+            new_rel = self._free(f"{self.vault.folder}/{self.group}/{folder}", Path(choice.target).stem)
+            if self.report.dry_run:
+                return new_rel
+            route = "saved" if folder not in (router.REVIEW, router.INBOX) else folder.lstrip("_")
+            meta.update(route=route, confidence=candidate.confidence)
+            return self.vault.move(choice.target, new_rel, meta=meta, op="reflect").path
+        text = body.strip() + "\n" if body.lstrip().startswith("# ") else f"# {title}\n\n{body.strip()}\n"
+        if choice.action == router.SUPERSEDE:
+            meta["proposes_supersede"] = choice.target
+            meta["route"] = "review" if choice.folder == router.REVIEW else "inbox"
+        if choice.action == router.IDEA:
+            return self._idea(candidate, title, text, meta, session, related)
+        meta["route"] = {router.SAVE: "saved", router.REVIEW_Q: "review", router.INBOX_Q: "inbox"}.get(
+            choice.action, meta["route"]
+        )
+        assert choice.folder
+        rel = self._free(f"{self.vault.folder}/{self.group}/{choice.folder}", _slug(title))
+        if self.report.dry_run:
+            return rel
+        return self.vault.save(
+            candidate.category, Path(rel).stem, text, folder=choice.folder, source=session,
+            confidence=candidate.confidence, meta=meta,
+        ).path  # fmt: skip
+
+    def _idea(
+        self, candidate: Any, title: str, text: str, meta: dict[str, Any], session: str, related: list[str]
+    ) -> str:
+        slug = self._free_folder(_slug(title))
+        meta.update(route="idea", status="incubating", surfaced_in_session=session)
+        if candidate.idea_kind:
+            meta["idea_kind"] = candidate.idea_kind
+        if related:
+            meta["related"] = related
+        folder = f"{INCUBATOR}/{slug}"
+        if self.report.dry_run:
+            return f"{self.vault.folder}/{self.group}/{folder}/_index.md"
+        return self.vault.save(
+            "idea", "_index", text, folder=folder, source=session, confidence=candidate.confidence,
+            meta=meta, tags=["idea"],
+        ).path  # fmt: skip
+
+    def _free(self, folder: str, slug: str) -> str:
+        """`<folder>/<slug>.md`, or `<slug>-2.md`, … when taken."""
+        rel, n = f"{folder}/{slug}.md", 2
+        while (self.vault.root / rel).exists():
+            rel, n = f"{folder}/{slug}-{n}.md", n + 1
+        return rel
+
+    def _free_folder(self, slug: str) -> str:
+        base, name, n = self.vault.memory_dir / self.group / INCUBATOR, slug, 2
+        while (base / name).exists():
+            name, n = f"{slug}-{n}", n + 1
+        return name
+
+
+# ---- state -----------------------------------------------------------------------------------
+
+
+@dataclass
+class _TranscriptState:
+    file: Path
+    offset: int = 0
+    line: int = 0
+    context_offset: int = 0
+    context_line: int = 0
+    keys: set[str] = field(default_factory=set)
+
+    @classmethod
+    def load(cls, vault: Vault, transcript: Path) -> _TranscriptState:
+        real = os.path.realpath(transcript)
+        name = hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+        state = cls(_state(vault) / "transcripts" / f"{name}.json")
+        data = _read_json(state.file)
+        if isinstance(data, dict):
+            for key in ("offset", "line", "context_offset", "context_line"):
+                if isinstance(data.get(key), int):
+                    setattr(state, key, data[key])
+            state.keys = {k for k in data.get("keys", []) if isinstance(k, str)}
+        return state
+
+    def reset(self) -> None:
+        self.offset = self.line = self.context_offset = self.context_line = 0
+
+    def advance(self, path: Path, offset: int, line: int, context_line: int) -> None:
+        """Move the cursor to (offset, line) and the context start to `context_line` lines in."""
+        context_line = max(min(context_line, line), self.context_line)
+        if context_line > self.context_line:
+            self.context_offset = _offset_of_line(path, self.context_offset, self.context_line, context_line)
+            self.context_line = context_line
+        self.offset, self.line = offset, line
+
+    def save(self) -> None:
+        keys = sorted(self.keys)[-KEYS_KEPT:]
+        _write_json(self.file, {"offset": self.offset, "line": self.line, "context_offset": self.context_offset,
+                                "context_line": self.context_line, "keys": keys})  # fmt: skip
+
+
+@dataclass
+class _Ledger:
+    """Candidate key → the sessions that produced it and the note reflection wrote for it."""
+
+    file: Path
+    data: dict[str, dict[str, Any]]
+
+    @classmethod
+    def load(cls, vault: Vault) -> _Ledger:
+        file = _state(vault) / "ledger.json"
+        data = _read_json(file)
+        return cls(file, data if isinstance(data, dict) else {})
+
+    def seen(self, key: str, session: str, *, dry: bool) -> int:
+        """Record that `session` produced `key`; return in how many distinct sessions it has been seen."""
+        row = self.data.get(key) or {"sessions": []}
+        sessions = [s for s in row.get("sessions", []) if isinstance(s, str)]
+        if session not in sessions:
+            sessions = [*sessions, session]
+        if not dry:
+            self.data[key] = {**row, "sessions": sessions[-LEDGER_SESSIONS:], "last": time.time()}
+        return len(sessions)
+
+    def wrote(self, key: str, path: str) -> None:
+        self.data.setdefault(key, {"sessions": []})["path"] = path
+
+    def save(self) -> None:
+        _write_json(self.file, self.data)
+
+
+def _state(vault: Vault) -> Path:
+    return vault.state_dir / "reflect"
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _write_json(path: Path, data: Any) -> None:
+    paths.ensure_private_dir(path.parent)
+    store.atomic_write(path, json.dumps(data, ensure_ascii=False, sort_keys=True).encode("utf-8"))
+
+
+@contextmanager
+def _lock(vault: Vault) -> Iterator[bool]:
+    import filelock
+
+    lock = filelock.FileLock(str(paths.ensure_private_dir(_state(vault)) / "reflect.lock"))
+    try:
+        lock.acquire(timeout=LOCK_WAIT_S)
+    except filelock.Timeout:
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        lock.release()
+
+
+# ---- helpers ---------------------------------------------------------------------------------
+
+
+def _done(report: Report, started: float) -> Report:
+    report.ms = round((time.monotonic() - started) * 1000, 1)
+    return report
+
+
+def _iso(value: Any) -> str | None:
+    if value is None:
+        return None
+    return value.isoformat() if hasattr(value, "isoformat") else str(value)
+
+
+def _clean(text: str) -> str:
+    return chunking.strip_private(text).strip()
+
+
+def _unique(candidates: Any) -> list[Any]:
+    """One candidate per key (the first; later ones add their evidence)."""
+    by_key: dict[str, Any] = {}
+    for c in candidates:
+        if c.key in by_key:
+            first = by_key[c.key]
+            evidence = tuple(dict.fromkeys([*first.evidence, *c.evidence]))
+            by_key[c.key] = dataclasses.replace(first, evidence=evidence)
+        else:
+            by_key[c.key] = c
+    return list(by_key.values())
+
+
+def _safe_key(candidate: Any) -> Any:
+    """A candidate whose text held a secret may carry it in its key: keep a stable hash of the key instead.
+
+    Keys are stored in reflection state and in the entry's `reflect_key`, so they must be as clean as the text.
+    """
+    text = f"{candidate.key}\n{candidate.title}\n{candidate.body}"
+    if "[REDACTED:" not in text and not secrets.scan(text):
+        return candidate
+    digest = hashlib.sha256(candidate.key.encode("utf-8")).hexdigest()[:16]
+    return dataclasses.replace(candidate, key=f"{candidate.category}:redacted-{digest}")
+
+
+def _slug(title: str) -> str:
+    """A file name from a title, cut at a word boundary to at most SLUG_CHARS."""
+    slug = notes.slugify(title) or "capture"
+    if len(slug) > SLUG_CHARS:
+        slug = slug[:SLUG_CHARS].rsplit("-", 1)[0] or slug[:SLUG_CHARS]
+    return slug
+
+
+def _said_at(evidence: Sequence[str], times: dict[str, str | None]) -> dt.datetime | None:
+    """When the candidate was said: the latest timestamp among its evidence turns."""
+    found = []
+    for ref in evidence:
+        stamp = times.get(ref)
+        if stamp:
+            try:
+                found.append(dt.datetime.fromisoformat(stamp.replace("Z", "+00:00")))
+            except ValueError:
+                continue
+    return max(found, default=None)
+
+
+def _term_share(query: str, text: str) -> float:
+    """The share of the query's search terms that occur in `text` (keyword-only duplicate measure)."""
+    wanted = set(chunking.query_terms(query, limit=400))
+    if not wanted:
+        return 0.0
+    have = set(chunking.query_terms(text, limit=100_000))
+    return len(wanted & have) / len(wanted)
+
+
+def _offset_of_line(path: Path, offset: int, line: int, target: int) -> int:
+    """The byte offset where line `target + 1` starts, scanning from `offset` (where line `line + 1` starts)."""
+    with path.open("rb") as fh:
+        fh.seek(offset)
+        while line < target:
+            raw = fh.readline()
+            if not raw.endswith(b"\n"):
+                break
+            offset += len(raw)
+            line += 1
+    return offset

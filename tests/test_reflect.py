@@ -1,0 +1,335 @@
+"""reflect: real transcripts and hand-written ones through the real miner, router and vault."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import ClassVar
+
+import filelock
+import pytest
+
+from memvault import open_vault, reflect
+from memvault.vault import Vault
+
+from .conftest import SHARED_DATA, snapshot
+
+TRANSCRIPTS = SHARED_DATA / "claude-code-transcripts"
+P = "MemoryVault/personal-private/"
+
+
+@pytest.fixture(autouse=True)
+def no_service(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests never start the real embedding service; the ones that need vectors give a local model."""
+    monkeypatch.setattr(reflect, "WAIT_SERVICE_S", 0.0)
+
+
+def write_transcript(path: Path, session: str, turns: list[tuple[str, str]], *, append: bool = False) -> Path:
+    """Claude Code JSONL: user prompts as strings, assistant replies as text blocks."""
+    lines = []
+    start = dt.datetime.now(dt.timezone.utc)  # said now: later than any entry already in the vault
+    for n, (role, text) in enumerate(turns):
+        stamp = (start + dt.timedelta(seconds=n)).isoformat().replace("+00:00", "Z")
+        base = {"uuid": f"{session}-{n}-{len(text)}", "timestamp": stamp, "sessionId": session, "cwd": "/home/u/p",
+                "isSidechain": False, "type": role}  # fmt: skip
+        if role == "user":
+            base["message"] = {"role": "user", "content": text}
+        else:
+            base["message"] = {"id": f"msg-{n}-{len(text)}", "role": "assistant", "type": "message",
+                               "content": [{"type": "text", "text": text}]}  # fmt: skip
+        lines.append(json.dumps(base))
+    with path.open("a" if append else "w", encoding="utf-8") as fh:
+        fh.write("\n".join(lines) + "\n")
+    return path
+
+
+ASK = ("user", "Set up the project environment please.")
+PIP = ("assistant", "I created a virtualenv with pip and installed the requirements.")
+UV = ("user", "From now on, always use uv for Python environments.")
+OK = ("assistant", "Understood, I will use uv from now on.")
+
+
+def captured(vault: Vault) -> dict[str, bytes]:
+    """Files reflection may have written: everything under MemoryVault/ except the example's own."""
+    return {p: b for p, b in snapshot(vault.root).items() if p.startswith("MemoryVault/")}
+
+
+def test_real_transcripts_no_crash_provenance_and_second_pass_adds_nothing(vault: Vault) -> None:
+    before = captured(vault)
+    first = reflect.reflect_corpus(vault, TRANSCRIPTS)
+    assert first.files == 14 and not first.errors and not first.halted
+    assert first.reflected == 14 and first.written, "the real transcripts hold at least a few captures"
+    for rel in first.written:
+        meta = vault.read(rel).note.meta
+        assert meta["source"] and meta["confidence"] in ("high", "medium", "low") and meta["rule"]
+        assert meta["route"] in ("saved", "review", "inbox", "idea") and meta["captured"] and meta["evidence"]
+        assert all(ref.startswith("L") for ref in meta["evidence"])
+    after_first = captured(vault)
+    assert set(after_first) - set(before) == set(first.written)
+    second = reflect.reflect_corpus(vault, TRANSCRIPTS)
+    assert second.written == [] and second.unchanged == 14 and captured(vault) == after_first
+    # Even with the cursors forgotten, the per-transcript records and duplicate detection add nothing.
+    for state in (vault.state_dir / "reflect" / "transcripts").glob("*.json"):
+        data = json.loads(state.read_text())
+        state.write_text(json.dumps({"keys": data["keys"]}))
+    third = reflect.reflect_corpus(vault, TRANSCRIPTS)
+    assert third.written == [] and third.reflected == 14 and captured(vault) == after_first
+    assert reflect.last_run(vault) is not None
+
+
+def test_high_confidence_preference_is_saved_with_provenance(vault: Vault, tmp_path: Path) -> None:
+    path = write_transcript(tmp_path / "s1.jsonl", "sess-1", [ASK, PIP, UV, OK])
+    report = reflect.reflect_transcript(vault, path)
+    assert report.session_id == "sess-1" and report.turns == 4
+    (route,) = [r for r in report.routes if r["category"] == "preference"]
+    assert route["action"] == "save" and route["confidence"] == "high"
+    nf = vault.read(route["path"])
+    assert route["path"].startswith(P + "preference/")
+    assert nf.note.meta["source"] == "sess-1" and nf.note.meta["route"] == "saved"
+    assert nf.note.meta["evidence"] == ["L3"] and nf.note.meta["rule"]
+    assert "always use uv" in nf.note.body
+    assert reflect.pending_bytes(vault, path) == 0
+    again = reflect.reflect_transcript(vault, path)
+    assert again.turns == 0 and again.written == []
+
+
+def test_incremental_only_the_appended_part_is_mined(vault: Vault, tmp_path: Path) -> None:
+    path = write_transcript(tmp_path / "s1.jsonl", "sess-1", [ASK, PIP, UV, OK])
+    first = reflect.reflect_transcript(vault, path)
+    assert len(first.written) == 1
+    write_transcript(path, "sess-1", [("user", "Never commit directly to main."), OK], append=True)
+    assert reflect.pending_bytes(vault, path) > 0
+    second = reflect.reflect_transcript(vault, path)
+    assert second.turns == 2
+    assert [r["title"] for r in second.routes] == ["Never commit directly to main"]
+    assert len(second.written) == 1 and second.written[0] != first.written[0]
+    assert reflect.pending_bytes(vault, path) == 0
+
+
+def test_an_incomplete_last_line_waits_until_it_is_complete(vault: Vault, tmp_path: Path) -> None:
+    path = write_transcript(tmp_path / "s1.jsonl", "sess-1", [ASK, PIP])
+    full = json.dumps({"type": "user", "sessionId": "sess-1", "uuid": "u9", "timestamp": "2026-11-20T11:00:00Z",
+                       "message": {"role": "user", "content": "Always run ruff before committing."}})  # fmt: skip
+    with path.open("a") as fh:
+        fh.write(full[:40])
+    assert reflect.reflect_transcript(vault, path).written == []
+    assert reflect.pending_bytes(vault, path) == 40
+    with path.open("a") as fh:
+        fh.write(full[40:] + "\n")
+    report = reflect.reflect_transcript(vault, path)
+    assert [r["title"] for r in report.routes] == ["Always run ruff before committing"]
+
+
+def test_private_spans_and_secrets_never_reach_the_vault_or_the_state(vault: Vault, tmp_path: Path) -> None:
+    token = "ghp_" + "abcdefghijklmnopqrstuvwxyz0123456789"
+    path = write_transcript(tmp_path / "s1.jsonl", "sess-1", [
+        ASK, PIP,
+        ("user", "Always deploy through <private>bastion-7.corp.internal</private> the VPN gateway."), OK,
+        ("user", f"Remember that the staging token is {token} and always export it as GITHUB_TOKEN."), OK,
+    ])  # fmt: skip
+    report = reflect.reflect_transcript(vault, path)
+    assert report.written and report.candidates >= 1
+    assert any("VPN gateway" in vault.read(p).note.body for p in report.written)
+    everything = b"".join(captured(vault).values()) + b"".join(
+        p.read_bytes() for p in (vault.state_dir / "reflect").rglob("*.json")
+    )
+    assert b"bastion-7" not in everything and token.encode() not in everything
+    assert token[4:20].encode() not in everything  # not even inside a key or a slug
+
+
+def test_reflection_redacts_what_a_miner_let_through(vault: Vault, tmp_path: Path, monkeypatch) -> None:
+    """Whatever a miner returns (the LLM miner is not ours to trust), secrets and private spans are removed."""
+    from memvault import miner
+
+    token = "ghp_" + "abcdefghijklmnopqrstuvwxyz0123456789"
+    leaky = miner.Candidate(
+        category="fix", title=f"Export {token}", body=f"Run `export GH_TOKEN={token}` <private>on bastion-7</private>",
+        evidence=("L3",), confidence="high", rule="test", key=f"fix:export-{token}",
+    )  # fmt: skip
+    monkeypatch.setattr(miner, "run", lambda turns, miner="offline": ([leaky], "offline"))
+    report = reflect.reflect_transcript(vault, write_transcript(tmp_path / "s.jsonl", "sess-1", [ASK, PIP, UV, OK]))
+    (path,) = report.written
+    nf = vault.read(path)
+    assert "[REDACTED:" in nf.note.body and nf.note.meta["reflect_key"].startswith("fix:redacted-")
+    assert any("redacted" in n for n in report.notes)
+    everything = b"".join(captured(vault).values()) + b"".join(
+        p.read_bytes() for p in (vault.state_dir / "reflect").rglob("*.json")
+    )
+    assert token[4:20].encode() not in everything and b"bastion-7" not in everything
+
+
+def test_stop_file_halts_before_starting_and_between_candidates(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_transcript(tmp_path / "s1.jsonl", "sess-1", [
+        ASK, PIP, UV, OK, ("user", "Never commit directly to main."), OK,
+    ])  # fmt: skip
+    reflect.stop_file().parent.mkdir(parents=True, exist_ok=True)
+    reflect.stop_file().touch()
+    before = captured(vault)
+    halted = reflect.reflect_transcript(vault, path)
+    assert halted.halted and halted.written == [] and captured(vault) == before
+    assert reflect.pending_bytes(vault, path) == path.stat().st_size and reflect.last_run(vault) is None
+    reflect.stop_file().unlink()
+    # The STOP file appears while the first candidate is written: the second one waits.
+    real_save = Vault.save
+
+    def save_then_stop(self: Vault, *args, **kwargs):
+        result = real_save(self, *args, **kwargs)
+        reflect.stop_file().touch()
+        return result
+
+    monkeypatch.setattr(Vault, "save", save_then_stop)
+    partial = reflect.reflect_transcript(vault, path)
+    assert partial.halted and len(partial.written) == 1 and reflect.pending_bytes(vault, path) > 0
+    monkeypatch.setattr(Vault, "save", real_save)
+    reflect.stop_file().unlink()
+    rest = reflect.reflect_transcript(vault, path)
+    assert not rest.halted and len(rest.written) == 1 and rest.written != partial.written
+    assert reflect.pending_bytes(vault, path) == 0
+
+
+def test_dry_run_writes_nothing_anywhere(vault: Vault, tmp_path: Path) -> None:
+    path = write_transcript(tmp_path / "s1.jsonl", "sess-1", [ASK, PIP, UV, OK])
+    vault_before = snapshot(vault.root)
+    report = reflect.reflect_transcript(vault, path, dry_run=True)
+    assert report.dry_run and report.written == [] and report.routes[0]["path"].startswith(P + "preference/")
+    assert snapshot(vault.root) == vault_before
+    assert not (vault.state_dir / "reflect" / "transcripts").exists() and reflect.last_run(vault) is None
+    assert reflect.pending_bytes(vault, path) == path.stat().st_size
+    assert reflect.reflect_transcript(vault, path).written  # the real pass still does the work
+
+
+def test_same_statement_in_a_second_session_is_a_duplicate(vault: Vault, tmp_path: Path) -> None:
+    one = reflect.reflect_transcript(vault, write_transcript(tmp_path / "a.jsonl", "sess-a", [ASK, PIP, UV, OK]))
+    two = reflect.reflect_transcript(vault, write_transcript(tmp_path / "b.jsonl", "sess-b", [ASK, PIP, UV, OK]))
+    assert len(one.written) == 1 and two.written == []
+    (route,) = two.routes
+    assert route["action"] == "duplicate" and route["target"] == one.written[0] and route["sessions"] == 2
+
+
+def test_low_confidence_seen_in_three_sessions_moves_from_inbox_to_review(vault: Vault, tmp_path: Path) -> None:
+    said = [ASK, PIP, ("user", "Don't add emojis to commit messages."), OK]
+    actions, paths = [], []
+    for n in range(3):
+        report = reflect.reflect_transcript(vault, write_transcript(tmp_path / f"{n}.jsonl", f"sess-{n}", said))
+        (route,) = report.routes
+        actions.append(route["action"])
+        paths.append(route.get("path"))
+    assert actions == ["inbox", "duplicate", "promote"]
+    assert "/_inbox/" in paths[0] and "/_review/" in paths[2]
+    assert not (vault.root / paths[0]).exists()
+    meta = vault.read(paths[2]).note.meta
+    assert meta["route"] == "review" and meta["seen_in_sessions"] == 3
+
+
+def test_ideas_become_incubator_notes_once(vault: Vault, tmp_path: Path) -> None:
+    said = [ASK, PIP, ("user", "We should also add a flaky test detector to CI later."), OK]
+    report = reflect.reflect_transcript(vault, write_transcript(tmp_path / "a.jsonl", "sess-a", said))
+    (path,) = report.written
+    assert path.startswith(P + "_idea-incubator/") and path.endswith("/_index.md")
+    meta = vault.read(path).note.meta
+    assert meta["kind"] == "idea" and meta["status"] == "incubating" and meta["surfaced_in_session"] == "sess-a"
+    again = reflect.reflect_transcript(vault, write_transcript(tmp_path / "b.jsonl", "sess-b", said))
+    assert again.written == [] and again.routes[0]["action"] == "duplicate"
+
+
+def test_a_second_reflection_waits_for_the_lock_then_reports_busy(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_transcript(tmp_path / "s1.jsonl", "sess-1", [ASK, PIP, UV, OK])
+    monkeypatch.setattr(reflect, "LOCK_WAIT_S", 0.2)
+    folder = vault.state_dir / "reflect"
+    folder.mkdir(parents=True, exist_ok=True)
+    with filelock.FileLock(str(folder / "reflect.lock")):
+        report = reflect.reflect_transcript(vault, path)
+    assert report.busy and report.written == [] and reflect.pending_bytes(vault, path) > 0
+
+
+def test_corpus_pass_interrupted_then_resumed_finishes_without_duplicates(vault_dir: Path, tmp_path: Path) -> None:
+    corpus = tmp_path / "projects"
+    (corpus / "p").mkdir(parents=True)
+    statements = ["Always use uv for Python environments.", "Never commit directly to main.",
+                  "Always run ruff before committing."]  # fmt: skip
+    for n, said in enumerate(statements):
+        write_transcript(corpus / "p" / f"{n}.jsonl", f"sess-{n}", [ASK, PIP, ("user", said), OK])
+    vault = open_vault(vault_dir)
+    calls = []
+
+    def progress(done: int, total: int, path: str) -> None:
+        calls.append(done)
+        if done == 1:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        reflect.reflect_corpus(vault, corpus, progress=progress)
+    assert len(list((vault_dir / P / "preference").glob("*.md"))) == 4 + 1  # the example's four, plus the first
+    resumed = reflect.reflect_corpus(vault, corpus)
+    assert resumed.unchanged == 1 and resumed.reflected == 2 and len(resumed.written) == 2
+    assert len(list((vault_dir / P / "preference").glob("*.md"))) == 4 + 3
+    reflect.stop_file().parent.mkdir(parents=True, exist_ok=True)
+    reflect.stop_file().touch()
+    assert reflect.reflect_corpus(vault, corpus).halted
+
+
+class _Cached:
+    """The real model with a memo: each test re-embeds the same example vault, only the first pays."""
+
+    memo: ClassVar[dict[str, bytes]] = {}
+
+    def __init__(self, model) -> None:
+        self.model, self.name, self.dim = model, model.name, model.dim
+
+    def encode(self, texts: list[str]) -> list[bytes]:
+        missing = [t for t in dict.fromkeys(texts) if t not in self.memo]
+        self.memo.update(zip(missing, self.model.encode(missing), strict=True))
+        return [self.memo[t] for t in texts]
+
+
+@pytest.fixture
+def vector_vault(vault: Vault, embedder, monkeypatch: pytest.MonkeyPatch) -> Vault:
+    """The example vault fully embedded with the real model, which also stands in for the warm service."""
+    from memvault import client, indexing, sync
+
+    embedder = _Cached(embedder)
+    index, _ = indexing.open_index(vault.root, vault.config)
+    try:
+        sync.sync(index, indexing.layout(vault.root, vault.config))
+        sync.embed_pending(index, embedder)
+    finally:
+        index.close()
+    monkeypatch.setattr(client, "query_vector", lambda text, timeout: (embedder.name, embedder.encode([text])[0]))
+    monkeypatch.setattr(indexing, "service_embedder", lambda config: embedder)
+    return vault
+
+
+def test_a_paraphrase_in_another_session_is_a_duplicate_by_meaning(vector_vault: Vault, tmp_path: Path) -> None:
+    """Different words, so a different candidate key: only the cosine (0.84 measured) catches it."""
+    first = [ASK, PIP, ("user", "Always use httpx instead of requests."), OK]
+    again = [ASK, PIP, ("user", "From now on use httpx, never requests."), OK]
+    one = reflect.reflect_transcript(vector_vault, write_transcript(tmp_path / "a.jsonl", "sess-a", first))
+    two = reflect.reflect_transcript(vector_vault, write_transcript(tmp_path / "b.jsonl", "sess-b", again))
+    assert len(one.written) == 1 and two.written == []
+    (route,) = two.routes
+    assert route["action"] == "duplicate" and route["target"] == one.written[0] and "cosine" in route["reason"]
+    assert route["key"] != one.routes[0]["key"]
+
+
+def test_a_changed_preference_becomes_a_supersede_proposal(vector_vault: Vault, tmp_path: Path) -> None:
+    first = [ASK, PIP, ("user", "Always squash merge pull requests."), OK]
+    changed = [ASK, PIP, ("user", "From now on use rebase merges for pull requests, not squash."), OK]
+    one = reflect.reflect_transcript(vector_vault, write_transcript(tmp_path / "a.jsonl", "sess-a", first))
+    two = reflect.reflect_transcript(vector_vault, write_transcript(tmp_path / "b.jsonl", "sess-b", changed))
+    (route,) = two.routes
+    assert route["action"] == "supersede" and route["target"] == one.written[0]
+    assert route["path"].startswith(P + "_review/")
+    meta = vector_vault.read(route["path"]).note.meta
+    assert meta["proposes_supersede"] == one.written[0] and meta["route"] == "review"
+    assert vector_vault.read(one.written[0]).note.meta["status"] == "active"  # nothing replaced until reviewed
+
+
+def test_an_unrelated_preference_is_saved_even_with_vectors(vector_vault: Vault, tmp_path: Path) -> None:
+    said = [ASK, PIP, ("user", "Always answer me in French."), OK]
+    report = reflect.reflect_transcript(vector_vault, write_transcript(tmp_path / "a.jsonl", "sess-a", said))
+    assert [r["action"] for r in report.routes] == ["save"]
