@@ -430,3 +430,6 @@ def _print_json(data: Any) -> None:
 
 
 from . import cli_hooks  # noqa: E402,F401  (registers inspect)
+
+# isort: split
+from . import cli_reflect  # noqa: E402,F401  (registers reflect, review, inbox)
