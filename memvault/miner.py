@@ -138,7 +138,9 @@ def make_key(category: str, text: str) -> str:
 
 
 def _title(text: str, prefix: str = "") -> str:
-    text = _SPACES.sub(" ", _INLINE_TAG.sub("", text)).strip().strip("\"'`")
+    text = _SPACES.sub(" ", _INLINE_TAG.sub("", text)).strip()
+    if len(text) > 1 and text[0] == text[-1] and text[0] in "\"'`":  # wrapped in quotes: unwrap, keep inner quotes
+        text = text[1:-1].strip()
     text = text.rstrip(" .!:;,")
     room = TITLE_CHARS - len(prefix)
     if len(text) > room:
@@ -360,7 +362,9 @@ _ERROR_LINE = re.compile(
 _PATH = re.compile(r"(?:[A-Za-z]:)?(?:[\w.~-]*/)+([\w.-]+)")
 _NUMBER = re.compile(r"\b\d[\d_.:]*\b")
 _PROBLEM_LEAD = re.compile(
-    r"^(?:i see\W+)?(?:the|what the) (?:real |root )?(?:issue|problem) (?:is|was)(?: that)?\W*", re.I
+    r"^(?:i see (?:the|what the) (?:issue|problem)\W+|(?:i see\W+)?(?:the|what the) (?:real |root )?(?:issue|problem) "
+    r"(?:is|was)(?: that)?\W*|that's the (?:bug|issue|problem)\W+)",
+    re.IGNORECASE,
 )
 
 

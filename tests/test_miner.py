@@ -167,7 +167,7 @@ def test_error_then_explanation_then_success_is_a_medium_fix() -> None:
     )
     (fix,) = only(miner.mine(turns), "fix")
     assert (fix.rule, fix.confidence, fix.evidence) == ("error-then-fix", "medium", ("L2", "L4", "L5"))
-    assert fix.title == 'Fix: Could not resolve "js/app.js'
+    assert fix.title == 'Fix: Could not resolve "js/app.js"'
     assert "run from within assets/" in fix.body and "JS build succeeds" in fix.body
     assert "Exit code" not in fix.body and "Let me check" not in fix.body
 
