@@ -228,6 +228,10 @@ def print_report(result: dict[str, Any], verbose: bool) -> None:
         f"{'TOTAL':<{width}}  {tot['bytes'] / 1024:>6.0f} {tot['lines']:>6} {tot['parsed']:>6} "
         f"{tot['skipped']:>7} {tot['turns']:>5} {tot['candidates']:>5}"
     )
+    if verbose:
+        print("\nskipped by reason, per transcript:")
+        for r in rows:
+            print(f"  {r['transcript']}: " + ", ".join(f"{k} {v}" for k, v in r["skipped_by"].items()))
     print(f"\nunaccounted lines (lines - parsed - skipped): {tot['unaccounted']}")
     print("skipped by reason: " + ", ".join(f"{k} {v}" for k, v in tot["skipped_by"].items()))
     print(f"parse + mine, all files: {result['reader']['seconds'] * 1000:.0f} ms")
