@@ -88,8 +88,8 @@ def _corpus(vault: Vault, folder: Path, dry_run: bool, as_json: bool) -> None:
     verb = "would write" if dry_run else "wrote"
     out.print(
         f"{report.files} transcripts under {escape(report.folder)}: {report.reflected} reflected, "
-        f"{report.unchanged} already done; {report.candidates} candidates, {verb} {len(report.written)} "
-        f"entries in {report.ms / 1000:.1f}s"
+        f"{report.unchanged} already done; {_n(report.candidates, 'candidate')}, {verb} "
+        f"{_n(len(report.written), 'entry', 'entries')} in {report.ms / 1000:.1f}s"
     )
     for path, problem in report.errors.items():
         err.print(f"[yellow]warning:[/] {escape(path)}: {escape(problem)}")
@@ -118,8 +118,8 @@ def _render_report(report: reflect_mod.Report, folder: str) -> None:
         out.print(table)
     verb = "would write" if report.dry_run else "wrote"
     out.print(
-        f"[dim]{report.turns} new turns, {report.candidates} candidates ({report.miner} miner), "
-        f"{verb} {len([r for r in report.routes if r.get('path')])} entries in {report.ms:.0f} ms[/]"
+        f"[dim]{_n(report.turns, 'new turn')}, {_n(report.candidates, 'candidate')} ({report.miner} miner), "
+        f"{verb} {_n(len([r for r in report.routes if r.get('path')]), 'entry', 'entries')} in {report.ms:.0f} ms[/]"
     )
     for line in report.notes:
         err.print(f"[yellow]note:[/] {escape(line)}")
@@ -127,7 +127,7 @@ def _render_report(report: reflect_mod.Report, folder: str) -> None:
 
 def _render_counts(counts: review_mod.Counts) -> None:
     if counts.review:
-        out.print(f"{counts.review} entries wait in _review/: run `memvault review`")
+        out.print(f"{_n(counts.review, 'entry waits', 'entries wait')} in _review/: run `memvault review`")
     for line in counts.warnings:
         err.print(f"[yellow]warning:[/] {line}")
 
@@ -257,7 +257,7 @@ def inbox(state: _State, action: str, paths: tuple[str, ...], everything: bool, 
     for r in results:
         new = f" → [bold]{escape(r['new'])}[/]" if r.get("new") else ""
         out.print(f"{r['action']}: {escape(r['path'])}{new}", soft_wrap=True)
-    out.print(f"{counts.inbox} entries left in the inbox")
+    out.print(f"{_n(counts.inbox, 'entry', 'entries')} left in the inbox")
     _render_counts(counts)
 
 
@@ -283,7 +283,12 @@ def _inbox_list(vault: Vault, as_json: bool) -> None:
     if rows:
         out.print(table)
     out.print(
-        f"{len(rows)} entries in the inbox" + (": `memvault inbox accept NAME…` or `reject NAME…`" if rows else "")
+        f"{_n(len(rows), 'entry', 'entries')} in the inbox"
+        + (": `memvault inbox accept NAME…` or `reject NAME…`" if rows else "")
     )
     for line in counts.warnings:
         err.print(f"[yellow]warning:[/] {line}")
+
+
+def _n(count: int, one: str, many: str | None = None) -> str:
+    return f"{count} {one if count == 1 else many or one + 's'}"

@@ -42,6 +42,9 @@ CONTEXT_TURNS = 8  # turns before the cursor re-read as context, so a fix spanni
 LEDGER_SESSIONS = 20  # sessions remembered per candidate key
 KEYS_KEPT = 2_000  # routed keys remembered per transcript
 SLUG_CHARS = 60  # longest file name made from a candidate title
+# An idea's related notes (SPEC §8): recall hits this close by meaning, or this strong on keywords (share of the top).
+RELATED_COSINE, RELATED_KEYWORD = 0.30, 0.8
+IDEA_TEXT_CHARS = 1_000  # how much of an incubator note is compared with a new idea
 
 Progress = Callable[[int, int, str], None]  # (files done, files total, current file)
 
@@ -293,7 +296,8 @@ class _Reflection:
 
     def _nearest(self, candidate: Any, title: str, body: str) -> tuple[router.Nearest | None, list[str]]:
         if candidate.category == "idea":
-            return self._nearest_idea(candidate, title), self._related(title, body)
+            related = self._related(title, body)  # first: it is the recall that may wait for the service
+            return self._nearest_idea(candidate, title, body), related
         query = f"{title}\n\n{body}"
         try:
             result = self.vault.recall(
@@ -309,27 +313,37 @@ class _Reflection:
         similarity = _term_share(query, self._text(hit.path)) if keyword_only else hit.vec_score
         return self._describe(hit.path, hit.title, similarity, "keyword" if keyword_only else "cosine"), []
 
-    def _nearest_idea(self, candidate: Any, title: str) -> router.Nearest | None:
-        """Incubator notes are not recalled (status incubating): look for the same key or folder name."""
+    def _nearest_idea(self, candidate: Any, title: str, body: str) -> router.Nearest | None:
+        """The closest incubator note: same key or folder name, else by meaning (incubating notes are not recalled)."""
         root = self.vault.memory_dir / self.group / INCUBATOR
-        slug = _slug(title)
+        slug, found = _slug(title), []
         for index in sorted(root.glob("*/_index.md")) if root.is_dir() else []:
             rel = index.relative_to(self.vault.root).as_posix()
             try:
-                meta = self.vault.read(rel).note.meta
+                nf = self.vault.read(rel)
             except MemvaultError:
                 continue
-            if meta.get("reflect_key") == candidate.key or index.parent.name == slug:
+            if nf.note.meta.get("reflect_key") == candidate.key or index.parent.name == slug:
                 return self._describe(rel, title, 1.0, "keyword")
-        return None
+            found.append((rel, f"{nf.title}\n\n{nf.note.body[:IDEA_TEXT_CHARS]}"))
+        if not found:
+            return None
+        sims, measure = _similarities(f"{title}\n\n{body}", [text for _, text in found])
+        best = max(range(len(found)), key=sims.__getitem__)
+        return self._describe(found[best][0], title, sims[best], measure)
 
     def _related(self, title: str, body: str) -> list[str]:
         """Wikilinks to the existing notes most related to an idea (SPEC §8)."""
         try:
-            result = self.vault.recall(f"{title}\n\n{body}", 3, wait_service=self._wait(), budget_ms=RECALL_BUDGET_MS)
+            result = self.vault.recall(f"{title}\n\n{body}", 5, wait_service=self._wait(), budget_ms=RECALL_BUDGET_MS)
         except (MemvaultError, OSError):
             return []
-        return [f"[[{Path(h.path).stem}]]" for h in result.hits if h.score > 0]
+        close = [
+            h
+            for h in result.hits
+            if (h.vec_score >= RELATED_COSINE or h.kw_score >= RELATED_KEYWORD) and h.path != "Ideas.md"  # the ledger
+        ]
+        return [f"[[{Path(h.path).stem}]]" for h in close[:3]]
 
     def _wait(self) -> float:
         """Wait for the embedding service on the first recall of a pass only (a failing start costs once)."""
@@ -596,6 +610,19 @@ def _said_at(evidence: Sequence[str], times: dict[str, str | None]) -> dt.dateti
             except ValueError:
                 continue
     return max(found, default=None)
+
+
+def _similarities(query: str, texts: list[str]) -> tuple[list[float], str]:
+    """Cosine of `query` to each text through the warm service, else the keyword term share."""
+    from array import array
+
+    from . import client
+
+    reply = client.embed([query, *texts], timeout=5.0)
+    if reply is not None:
+        vectors = [array("f", blob) for blob in reply.vectors]  # L2-normalised float32
+        return [sum(a * b for a, b in zip(vectors[0], v, strict=True)) for v in vectors[1:]], "cosine"
+    return [_term_share(query, text) for text in texts], "keyword"
 
 
 def _term_share(query: str, text: str) -> float:

@@ -301,6 +301,8 @@ def vector_vault(vault: Vault, embedder, monkeypatch: pytest.MonkeyPatch) -> Vau
         index.close()
     monkeypatch.setattr(client, "query_vector", lambda text, timeout: (embedder.name, embedder.encode([text])[0]))
     monkeypatch.setattr(indexing, "service_embedder", lambda config: embedder)
+    vectors = lambda texts, timeout=0.25: client.Embedded(embedder.name, embedder.dim, embedder.encode(texts))  # noqa: E731
+    monkeypatch.setattr(client, "embed", vectors)
     return vault
 
 
@@ -333,3 +335,15 @@ def test_an_unrelated_preference_is_saved_even_with_vectors(vector_vault: Vault,
     said = [ASK, PIP, ("user", "Always answer me in French."), OK]
     report = reflect.reflect_transcript(vector_vault, write_transcript(tmp_path / "a.jsonl", "sess-a", said))
     assert [r["action"] for r in report.routes] == ["save"]
+
+
+def test_a_reworded_idea_is_found_in_the_incubator_by_meaning(vector_vault: Vault, tmp_path: Path) -> None:
+    first = [ASK, PIP, ("user", "We should also add a flaky test detector to CI later."), OK]
+    again = [ASK, PIP, ("user", "Later we should add a detector for flaky tests to CI."), OK]
+    one = reflect.reflect_transcript(vector_vault, write_transcript(tmp_path / "a.jsonl", "sess-a", first))
+    (path,) = one.written  # the example's hand-written flaky-test note is too different in shape (cosine 0.46)
+    related = vector_vault.read(path).note.meta["related"]
+    assert "[[bisecting-flaky-tests]]" in related and "[[Dana Kim]]" in related and "[[Ideas]]" not in related
+    two = reflect.reflect_transcript(vector_vault, write_transcript(tmp_path / "b.jsonl", "sess-b", again))
+    (route,) = two.routes
+    assert route["action"] == "duplicate" and route["target"] == path and route["key"] != one.routes[0]["key"]

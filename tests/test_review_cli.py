@@ -156,7 +156,7 @@ def test_reflect_session_dry_run_then_for_real(vault_dir: Path, tmp_path: Path, 
     assert dry["dry_run"] and dry["written"] == [] and dry["routes"][0]["action"] == "save"
     assert not (vault_dir / dry["routes"][0]["path"]).exists()
     shown = run(vault_dir, "reflect", "--session", str(path)).output
-    assert "save" in shown and "wrote 1 entries" in shown
+    assert "save" in shown and "wrote 1 entry " in shown
     assert (vault_dir / dry["routes"][0]["path"]).exists()
     again = json.loads(run(vault_dir, "reflect", "--session", str(path), "--json").output)
     assert again["written"] == [] and again["turns"] == 0
