@@ -21,6 +21,7 @@ from .config import Config, load
 from .vault import Vault, open_vault
 
 ORPHAN_S = 3600  # a `.start` marker with no activity for an hour: the session crashed before SessionEnd
+FINAL_WAIT_S = 600  # a final reflection waits this long for an incremental one of the same session
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -81,7 +82,9 @@ def reflect_session(vault: Vault, session: str, transcript: Path, final: bool) -
         if final:
             hookstate.mark_reflected(session)
         return {"result": "skipped", "reason": f"no transcript at {transcript}"}
-    with _session_lock(session) as held:
+    # An incremental pass gives way to one already running (the next Stop picks up what it missed);
+    # the final pass waits for it, or the session would never be marked reflected.
+    with _session_lock(session, wait=FINAL_WAIT_S if final else 0) as held:
         if not held:
             return {"result": "skipped", "reason": "a reflection of this session is already running"}
         from . import reflect
@@ -142,11 +145,11 @@ def _mtime(path: Path) -> float:
 
 
 @contextlib.contextmanager
-def _session_lock(session: str) -> Iterator[bool]:
+def _session_lock(session: str, wait: float) -> Iterator[bool]:
     folder = paths.ensure_private_dir(hookstate.sessions_dir())
     lock = filelock.FileLock(str(folder / f"{hookstate.session_name(session)}.lock"))
     try:
-        lock.acquire(timeout=0)
+        lock.acquire(timeout=wait)
     except filelock.Timeout:
         yield False
         return

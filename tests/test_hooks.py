@@ -16,7 +16,7 @@ import pytest
 
 from memvault import hookstate
 
-from .conftest import REPO
+from .conftest import REPO, SHARED_DATA
 
 HOOKS = REPO / "hooks"
 EVENTS = {
@@ -373,3 +373,135 @@ def test_the_log_only_skips_the_secret_scanner_for_text_it_could_not_flag() -> N
         assert hookio._MAYBE_SECRET.search(text), text  # so the gate must let it through
         assert "REDACTED" in hookio._excerpt(f"please use {text} for the deploy")
     assert hookio._excerpt("  fix the   flaky test  ") == "fix the flaky test"
+
+
+# ---- markers, crash recovery, concurrent sessions (real reflection in the background) -------------------
+
+TRANSCRIPTS = SHARED_DATA / "claude-code-transcripts"
+
+
+def wait_for(predicate: Any, timeout: float = 120) -> None:
+    """Background jobs are detached processes: poll until they have logged what the test expects."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, [r for r in log_records() if r["hook"].startswith("job:")]
+        time.sleep(0.1)
+
+
+def jobs(name: str) -> list[dict[str, Any]]:
+    return log_records(f"job:{name}")
+
+
+SAID = [
+    ("user", "From now on, always run ruff check before you commit anything in this repo."),
+    ("assistant", "Understood: I will run `ruff check` before every commit."),
+    ("user", "Never push directly to main; open a pull request instead."),
+]
+
+
+def conversation(path: Path, session: str) -> Path:
+    """A real transcript (spotter/short.jsonl) with the user stating two preferences at the end, in its own format."""
+    lines = (TRANSCRIPTS / "spotter" / "short.jsonl").read_text(encoding="utf-8").splitlines()
+    template = next(json.loads(line) for line in lines if '"type":"user"' in line)
+    for n, (role, text) in enumerate(SAID):
+        line = {**template, "type": role, "sessionId": session, "uuid": f"{session}-{n}"}
+        line["message"] = {"role": role, "content": text if role == "user" else [{"type": "text", "text": text}]}
+        if role == "assistant":
+            line["message"]["id"] = f"msg-{session}-{n}"
+        lines.append(json.dumps(line))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_session_end_reflects_and_marks_the_session(hook_vault: Path, tmp_path: Path) -> None:
+    transcript = conversation(tmp_path / "s.jsonl", "ended")
+    event = {"session_id": "ended", "transcript_path": str(transcript)}
+    run_hook("session_start", payload("SessionStart", source="startup", **event))
+    started = time.monotonic()
+    result = run_hook("session_end", payload("SessionEnd", reason="prompt_input_exit", **event))
+    assert result.returncode == 0 and result.stdout == ""
+    assert time.monotonic() - started < 1.5  # the host's SessionEnd budget: the reflection itself is detached
+    wait_for(lambda: any(r["session"] == "ended" for r in jobs("reflect")))
+    record = next(r for r in jobs("reflect") if r["session"] == "ended")
+    assert record["result"] == "success" and record["written"], record
+    assert hookstate.marker("ended", "reflected").exists() and not hookstate.marker("ended", "start").exists()
+    from memvault import open_vault, reflect
+
+    vault = open_vault(hook_vault)
+    assert reflect.pending_bytes(vault, transcript) == 0
+    saved = [vault.read(p).note for p in record["written"]]
+    assert all(n.meta["source"] == "ended" for n in saved)
+    assert any("ruff check" in n.body for n in saved) and any("pull request" in n.body for n in saved)
+
+
+def test_a_crashed_session_is_recovered_by_the_idle_hook(hook_vault: Path, tmp_path: Path) -> None:
+    from memvault import open_vault, reflect
+
+    before = {e.path for e in open_vault(hook_vault).list()}
+    transcript = conversation(tmp_path / "crashed.jsonl", "crashed")
+    start = payload("SessionStart", session="crashed", source="startup", transcript_path=str(transcript))
+    run_hook("session_start", start)
+    wait_for(lambda: len(jobs("start")) == 1)
+    assert hookstate.marker("crashed", "start").exists()  # fresh: not taken for a crash
+    two_hours_ago = time.time() - 7200  # … then the session died without SessionEnd
+    for path in (transcript, hookstate.marker("crashed", "start")):
+        os.utime(path, (two_hours_ago, two_hours_ago))
+
+    other = tmp_path / "other.jsonl"
+    other.write_text("")
+    event = payload("Notification", session="live", transcript_path=str(other), notification_type="idle_prompt")
+    event["message"] = "Claude is waiting for your input"
+    assert run_hook("idle", event).stdout == ""
+    wait_for(lambda: len(jobs("idle")) == 1)
+    sweep = jobs("idle")[0]
+    assert sweep["result"] == "success" and sweep["reflected_sessions"] == ["crashed"], sweep
+    assert hookstate.marker("crashed", "reflected").exists() and not hookstate.marker("crashed", "start").exists()
+    assert hookstate.marker("live", "start").exists()  # the live session is tracked, not reflected as a crash
+    vault = open_vault(hook_vault)
+    assert reflect.pending_bytes(vault, transcript) == 0
+    captured = [e for e in vault.list() if e.path not in before]
+    assert captured and all(vault.read(e.path).note.meta.get("source") == "crashed" for e in captured)
+
+
+def hook_chain(tmp_path: Path, events: list[tuple[str, dict[str, Any]]]) -> str:
+    """A bash line running hooks one after another, each fed its JSON from a file (as the host pipes it)."""
+    steps = []
+    for n, (name, data) in enumerate(events):
+        path = tmp_path / f"{data['session_id']}-{n}.json"
+        path.write_text(json.dumps(data))
+        steps.append(f"'{sys.executable}' '{HOOKS / name}.py' < '{path}'")
+    return " && ".join(steps)
+
+
+def test_eight_sessions_at_once_corrupt_nothing_and_duplicate_nothing(hook_vault: Path, tmp_path: Path) -> None:
+    from memvault import open_vault
+
+    before = {e.path for e in open_vault(hook_vault).list()}
+    procs = []
+    for n in range(8):
+        transcript = conversation(tmp_path / f"t{n}.jsonl", f"par-{n}")  # the same conversation eight times
+        event = {"session_id": f"par-{n}", "transcript_path": str(transcript)}
+        chain = [
+            ("session_start", payload("SessionStart", source="startup", **event)),
+            ("user_prompt_submit", payload("UserPromptSubmit", prompt=FLAKY, **event)),
+            ("stop", payload("Stop", stop_hook_active=False, **event)),
+            ("user_prompt_submit", payload("UserPromptSubmit", prompt=FLAKY, **event)),
+            ("session_end", payload("SessionEnd", reason="other", **event)),
+        ]
+        procs.append(subprocess.Popen(["bash", "-c", hook_chain(tmp_path, chain)], stdout=subprocess.DEVNULL))
+    assert all(p.wait(timeout=120) == 0 for p in procs)
+    wait_for(lambda: all(hookstate.marker(f"par-{n}", "reflected").exists() for n in range(8)), timeout=180)
+    wait_for(lambda: len(jobs("start")) == 8, timeout=180)
+
+    hook_runs = [r for r in log_records() if not r["hook"].startswith("job:")]
+    assert len(hook_runs) == 8 * 5  # one intact line per run: no interleaving, nothing lost
+    assert all(r["result"] in ("success", "partial", "skipped") for r in log_records()), log_records()
+    for n in range(8):
+        given = hookstate.injected(f"par-{n}")["recalled"]
+        assert given and len(given) == len(set(given))  # the second prompt repeated nothing
+    vault = open_vault(hook_vault)
+    captured = [e for e in vault.list() if e.path not in before]
+    bodies = [vault.read(e.path).note.body.strip() for e in captured]
+    assert bodies and len(bodies) == len(set(bodies)), [e.path for e in captured]  # one copy of each entry
+    assert sum("ruff check" in b for b in bodies) == 1
+    assert not vault.recover()  # no half-done mutation left in the journal
