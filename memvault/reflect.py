@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from . import chunking, notes, paths, router, secrets, store
-from .errors import MemvaultError, SafetyError
+from .errors import InvalidNote, MemvaultError, SafetyError
 from .index import place
 from .model import INCUBATOR
 from .vault import Vault
@@ -227,11 +227,17 @@ class _Reflection:
         candidates = [_safe_key(c) for c in candidates]
         fresh = _unique(c for c in candidates if c.key not in state.keys)
         report.candidates = len(fresh)
-        for candidate in fresh:
-            if stop_file().exists():
-                report.halted = True
-                break
-            self._one(candidate, _said_at(candidate.evidence, times))
+        try:
+            for candidate in fresh:
+                if stop_file().exists():
+                    report.halted = True
+                    break
+                self._one(candidate, _said_at(candidate.evidence, times))
+        except BaseException:
+            if not report.dry_run:  # what was written stays known; the cursor stays for the next pass
+                state.save()
+                self.ledger.save()
+            raise
         if report.dry_run:
             return
         if report.halted:
@@ -279,7 +285,7 @@ class _Reflection:
             entry["target"] = choice.target
         try:
             path = self._apply(choice, candidate, title, body, session, seen, related)
-        except SafetyError as exc:
+        except (SafetyError, InvalidNote) as exc:  # this candidate only; a busy vault stops the pass
             entry.update(action="dropped", reason=f"refused by the vault ({exc.code}): {exc.args[0]}"[:300])
             report.notes.append(f"{title}: dropped ({exc.code})")
             path = None

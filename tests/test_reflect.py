@@ -190,6 +190,32 @@ def test_stop_file_halts_before_starting_and_between_candidates(
     assert reflect.pending_bytes(vault, path) == 0
 
 
+def test_a_pass_that_fails_midway_keeps_what_it_wrote_and_resumes(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memvault.errors import VaultBusy
+
+    path = write_transcript(tmp_path / "s1.jsonl", "sess-1", [
+        ASK, PIP, UV, OK, ("user", "Never commit directly to main."), OK,
+    ])  # fmt: skip
+    real_save, calls = Vault.save, []
+
+    def busy_on_second(self: Vault, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise VaultBusy("another memvault process has held the vault lock")
+        return real_save(self, *args, **kwargs)
+
+    monkeypatch.setattr(Vault, "save", busy_on_second)
+    with pytest.raises(VaultBusy):
+        reflect.reflect_transcript(vault, path)
+    monkeypatch.setattr(Vault, "save", real_save)
+    assert reflect.pending_bytes(vault, path) == path.stat().st_size
+    rest = reflect.reflect_transcript(vault, path)
+    assert [r["title"] for r in rest.routes] == ["Never commit directly to main"] and len(rest.written) == 1
+    assert len(list((vault.root / P / "preference").glob("*uv*.md"))) == 2  # the example's, plus one capture
+
+
 def test_dry_run_writes_nothing_anywhere(vault: Vault, tmp_path: Path) -> None:
     path = write_transcript(tmp_path / "s1.jsonl", "sess-1", [ASK, PIP, UV, OK])
     vault_before = snapshot(vault.root)
