@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,8 @@ SHARED_DATA = REPO.parent / "shared" / "data"
 
 
 @pytest.fixture(autouse=True)
-def memvault_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def memvault_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A private MEMVAULT_HOME per test; an embedding service a test (or its background jobs) started is stopped."""
     home = tmp_path / "memvault-home"
     monkeypatch.setenv("MEMVAULT_HOME", str(home))
     for var in (
@@ -30,7 +32,12 @@ def memvault_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         "MEMVAULT_LOG_LEVEL",
     ):
         monkeypatch.delenv(var, raising=False)
-    return home
+    yield home
+    if (home / "run").is_dir():  # this test's own service, even if the test pointed MEMVAULT_HOME elsewhere
+        from memvault import client
+
+        monkeypatch.setenv("MEMVAULT_HOME", str(home))
+        client.stop(timeout=10)
 
 
 @pytest.fixture
