@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from . import chunking, notes, paths, router, secrets, store
+from . import recall as recall_mod
 from .errors import InvalidNote, MemvaultError, SafetyError
 from .index import place
 from .model import INCUBATOR
@@ -204,7 +205,7 @@ class _Reflection:
         self.ledger = _Ledger.load(vault)
         self.thresholds = router.Thresholds.from_settings(vault.config.reflection)
         self.group = vault.config.vault.default_group
-        self.waited = False
+        self.synced = False
 
     def run(self) -> None:
         from . import miner, transcript
@@ -306,9 +307,7 @@ class _Reflection:
             return self._nearest_idea(candidate, title, body), related
         query = f"{title}\n\n{body}"
         try:
-            result = self.vault.recall(
-                query, 5, include_inbox=True, wait_service=self._wait(), budget_ms=RECALL_BUDGET_MS
-            )
+            result = self._recall(query, 5, include_inbox=True)
         except (MemvaultError, OSError) as exc:
             self.report.notes.append(f"recall failed, no duplicate check for {title!r}: {exc}")
             return None, []
@@ -341,7 +340,7 @@ class _Reflection:
     def _related(self, title: str, body: str) -> list[str]:
         """Wikilinks to the existing notes most related to an idea (SPEC §8)."""
         try:
-            result = self.vault.recall(f"{title}\n\n{body}", 5, wait_service=self._wait(), budget_ms=RECALL_BUDGET_MS)
+            result = self._recall(f"{title}\n\n{body}", 5, include_inbox=False)
         except (MemvaultError, OSError):
             return []
         close = [
@@ -351,10 +350,26 @@ class _Reflection:
         ]
         return [f"[[{Path(h.path).stem}]]" for h in close[:3]]
 
-    def _wait(self) -> float:
-        """Wait for the embedding service on the first recall of a pass only (a failing start costs once)."""
-        wait, self.waited = (0.0 if self.waited else WAIT_SERVICE_S), True
-        return wait
+    def _recall(self, query: str, k: int, *, include_inbox: bool) -> recall_mod.Result:
+        """The first recall of a pass syncs the index with the notes and waits for the embedding service;
+        later ones query the index as it is (reflection's own writes refresh it), so a big vault is
+        walked once per pass, not once per candidate.
+        """
+        if not self.synced:
+            self.synced = True
+            return self.vault.recall(
+                query, k, include_inbox=include_inbox, wait_service=WAIT_SERVICE_S, budget_ms=RECALL_BUDGET_MS
+            )
+        from . import client, indexing
+
+        settings = self.vault.config.recall
+        options = recall_mod.Options(
+            k=k, include_inbox=include_inbox, fusion=settings.fusion, vector_weight=settings.vector_weight,
+            keyword_weight=settings.keyword_weight, budget_ms=RECALL_BUDGET_MS,
+        )  # fmt: skip
+        return recall_mod.recall_file(
+            indexing.index_file(self.vault.root, self.vault.config), query, options, client.query_vector
+        )
 
     def _describe(self, rel: str, title: str, similarity: float, measure: str) -> router.Nearest:
         in_memory, _, area = place(rel, self.vault.folder)
