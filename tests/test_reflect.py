@@ -373,3 +373,21 @@ def test_a_reworded_idea_is_found_in_the_incubator_by_meaning(vector_vault: Vaul
     two = reflect.reflect_transcript(vector_vault, write_transcript(tmp_path / "b.jsonl", "sess-b", again))
     (route,) = two.routes
     assert route["action"] == "duplicate" and route["target"] == path and route["key"] != one.routes[0]["key"]
+
+
+def test_the_llm_miner_runs_once_on_the_final_pass(
+    vault_dir: Path, memvault_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memvault import miner
+
+    memvault_home.mkdir(parents=True, exist_ok=True)
+    (memvault_home / "config.yaml").write_text("reflection:\n  miner: claude\n")
+    vault = open_vault(vault_dir)
+    asked = []
+    monkeypatch.setattr(miner, "run", lambda turns, miner="offline": (asked.append(miner), ([], "claude"))[1])
+    path = write_transcript(tmp_path / "s.jsonl", "sess-1", [ASK, PIP, UV, OK])
+    deferred = reflect.reflect_transcript(vault, path)  # a Stop or idle pass
+    assert deferred.deferred and asked == [] and reflect.pending_bytes(vault, path) > 0
+    final = reflect.reflect_transcript(vault, path, final=True)  # SessionEnd, the CLI, --corpus
+    assert not final.deferred and asked == ["claude"] and final.miner == "claude"
+    assert reflect.pending_bytes(vault, path) == 0
