@@ -92,9 +92,12 @@ def reflect_session(vault: Vault, session: str, transcript: Path, final: bool) -
         report = reflect.reflect_transcript(vault, transcript, session_id=session, final=final)
     if report.halted:
         return {"result": "partial", "reason": "the STOP file halted reflection", "written": report.written}
+    if report.busy:  # the vault's reflection lock stayed taken: try again on the next Stop or idle sweep
+        return {"result": "skipped", "reason": "another reflection held the vault for too long"}
     if final:
         hookstate.mark_reflected(session)
-    return {"written": report.written, "candidates": report.candidates, "miner": report.miner}
+    return {"written": report.written, "candidates": report.candidates, "miner": report.miner,
+            "deferred": report.deferred or None}  # fmt: skip
 
 
 def sweep(vault: Vault, *, idle_s: float | None) -> dict[str, Any]:

@@ -357,8 +357,9 @@ class _Reflection:
         """
         if not self.synced:
             self.synced = True
+            wait = WAIT_SERVICE_S if self.vault.config.embedding.warm_service else 0.0  # never start it when off
             return self.vault.recall(
-                query, k, include_inbox=include_inbox, wait_service=WAIT_SERVICE_S, budget_ms=RECALL_BUDGET_MS
+                query, k, include_inbox=include_inbox, wait_service=wait, budget_ms=RECALL_BUDGET_MS
             )
         from . import client, indexing
 

@@ -333,6 +333,7 @@ def test_prompt_recall_is_hybrid_with_the_service_and_keeps_the_budget_when_it_h
         assert info is not None, "the embedding service did not start"
         report = open_vault(hook_vault).reindex(vectors="service")
         assert report.embedded > 0 and report.pending == 0
+        assert client.query_vector("warm up the model's first query", 30) is not None  # the first one is slow
         result = run_hook("user_prompt_submit", payload("UserPromptSubmit", prompt=FLAKY))
         assert "bisecting-flaky-tests.md" in context_of(result, "UserPromptSubmit")
         record = log_records("UserPromptSubmit")[-1]
