@@ -22,6 +22,9 @@ from . import hookstate, paths
 
 _IMPORTED = time.monotonic()
 STARTUP_MS = 60  # interpreter start and imports before `main` runs, plus printing: kept out of the recall budget
+# With less than this share of the budget left, the vector half is not attempted: its KNN search (about
+# 100 ms on 20k notes) would run past the budget even with the query vector back in time (after a config edit).
+VECTOR_MIN_SHARE = 0.6
 PROMPT_CHARS = 160  # how much of a prompt the log keeps (secrets redacted) for `memvault inspect`
 
 # Every rule in secrets.py needs an "=" or ":", a PEM fence, or a run of 12+ non-space characters.
@@ -170,8 +173,12 @@ def user_prompt_submit(payload: dict[str, Any], settings: dict[str, Any], record
         budget_ms=max(20.0, recall["prompt_budget_ms"] - spent_ms),
     )
     index_file = _index_file(root, folder, settings)
+    enough = options.budget_ms >= VECTOR_MIN_SHARE * recall["prompt_budget_ms"]
+    embed = client.query_vector if enough else None
     if index_file.exists():
-        result = rc.recall_file(index_file, prompt, options, client.query_vector)
+        result = rc.recall_file(index_file, prompt, options, embed)
+        if embed is None:
+            result.partial, result.reason = True, "the budget was spent before recall (keyword-only)"
     else:  # before the first reindex: the seed's file scan, keyword-only, within the budget
         from . import store
 

@@ -1,0 +1,166 @@
+"""Benchmark every hook as the host runs it: a fresh process fed the event's JSON, on a 20k-note vault.
+
+    python scripts/bench_hooks.py [--size 20000] [--runs 30] [--keep DIR] [--json OUT]
+
+Reports p50/p95 wall time per hook, warm (embedding service up) and cold (service down: keyword-only
+recall, as in a session's first seconds), each next to a bare `python -c pass` timed in the same run,
+plus UserPromptSubmit right after a config edit (the settings cache is rebuilt from YAML). The vault
+is bench_latency.py's synthetic one plus 20 always-load notes; its notes get copies of real vectors
+from an embedded 1,000-note vault (KNN cost does not depend on the vectors' content). Background jobs
+the hooks start are waited for between runs, so one run's job never slows the next run; their own
+durations are reported from the hook log.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_latency as bl  # the synthetic vault and its helpers are shared
+
+REPO = bl.REPO
+HOOKS = REPO / "hooks"
+TRANSCRIPT = REPO.parent / "shared" / "data" / "claude-code-transcripts" / "spotter" / "short.jsonl"
+TARGETS = {"UserPromptSubmit": "p50 ≤ 3.5×, p95 ≤ 6× bare, never > 300 ms", "SessionStart": "p50 ≤ 150 ms",
+           "Stop": "≤ 100 ms"}  # fmt: skip
+
+
+def hook(name: str, payload: dict, env: dict[str, str]) -> tuple[float, str]:
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, str(HOOKS / f"{name}.py")], input=json.dumps(payload), env=env, capture_output=True, text=True
+    )
+    elapsed = (time.perf_counter() - started) * 1000
+    if done.returncode != 0:
+        raise SystemExit(f"{name} exited {done.returncode}: {done.stderr[-2000:]}")
+    return elapsed, done.stdout
+
+
+def log_records(home: Path) -> list[dict]:
+    out = []
+    for path in sorted((home / "state" / "logs").glob("hooks-*.jsonl")):
+        out += [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return out
+
+
+def wait_jobs(home: Path, expected: int, timeout: float = 300) -> None:
+    """Until the hook log holds `expected` background-job records (each job logs one line when it ends)."""
+    deadline = time.monotonic() + timeout
+    while sum(r["hook"].startswith("job:") for r in log_records(home)) < expected:
+        if time.monotonic() > deadline:
+            raise SystemExit("a background job did not finish")
+        time.sleep(0.05)
+
+
+def measure(
+    label: str, name: str, event: str, env: dict[str, str], home: Path, runs: int, extra: dict, touch: bool = False
+) -> dict:
+    """Run one hook `runs` times (a new session id each time); `touch` edits the config before every run."""
+    times, results = [], {}
+    jobs = sum(r["hook"].startswith("job:") for r in log_records(home))
+    for i in range(runs):
+        fields = {k: (v[i % len(v)] if isinstance(v, list) else v) for k, v in extra.items()}
+        payload = {"session_id": f"bench-{label}-{i}", "hook_event_name": event, "cwd": str(REPO), **fields}
+        if touch:
+            os.utime(home / "config.yaml")
+        elapsed, _ = hook(name, payload, env)
+        times.append(elapsed)
+        record = [r for r in log_records(home) if r["hook"] == event][-1]
+        key = f"{record['result']}/{record.get('mode', '-')}"
+        results[key] = results.get(key, 0) + 1
+        if name != "user_prompt_submit":
+            jobs += 1
+            wait_jobs(home, jobs)
+    return {"label": label, "p50": statistics.median(times), "p95": bl.pct(times, 0.95), "max": max(times),
+            "results": results}  # fmt: skip
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", type=int, default=20000)
+    parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--keep", type=Path, help="keep (and reuse) the vaults and state under this folder")
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    args = parser.parse_args()
+    base = args.keep or Path(tempfile.mkdtemp(prefix="mv-bench-hooks-"))
+    home = base / "home"
+    vault, donor = base / f"vault-{args.size}", base / "vault-1000"
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.yaml").write_text(f"vault:\n  root: {vault}\n", encoding="utf-8")
+    env = {**os.environ, "MEMVAULT_HOME": str(home), "HF_HUB_OFFLINE": "1"}
+    for var in ("MEMVAULT_VAULT", "MEMVAULT_CONFIG", "MEMVAULT_ENABLED"):
+        env.pop(var, None)
+    os.environ.update(env)
+    from memvault import client
+
+    client.start("default", 30)
+    if client.wait_ready(180) is None:
+        raise SystemExit("the embedding service did not start")
+    rows = []
+    try:
+        for folder, size in ((donor, 1000), (vault, args.size)):
+            if not folder.exists():
+                bl.write_vault(folder, size)
+        always = vault / "MemoryVault" / "personal-private" / "_always-load"
+        always.mkdir(parents=True, exist_ok=True)
+        for n in range(20):
+            (always / f"rule-{n:02d}.md").write_text(f"# Rule {n}\n\n" + " ".join(bl.sentences()[n * 5 : n * 5 + 4]))
+        _, _, donor_report = bl.reindex(donor, {**env, "MEMVAULT_VAULT": str(donor)}, keyword_only=False)
+        _, _, report = bl.reindex(vault, env, keyword_only=True)
+        bl.fill_vectors(Path(report["index"]), Path(donor_report["index"]), env)
+        transcript = base / "transcript.jsonl"
+        shutil.copy(TRANSCRIPT, transcript)
+        bare = bl.bare(env, args.runs)
+        prompt = {"prompt": bl.PROMPTS}
+        reflect = {"transcript_path": str(transcript), "stop_hook_active": False}
+        for state in ("warm", "cold"):
+            if state == "cold":
+                client.stop()
+            rows.append(measure(f"UserPromptSubmit {state}", "user_prompt_submit", "UserPromptSubmit", env, home,
+                                args.runs, prompt))  # fmt: skip
+            start = {"source": "startup", "transcript_path": str(transcript)}
+            rows.append(measure(f"SessionStart {state}", "session_start", "SessionStart", env, home, args.runs, start))
+            rows.append(measure(f"Stop {state}", "stop", "Stop", env, home, args.runs, reflect))
+        rows.append(measure("UserPromptSubmit after a config edit", "user_prompt_submit", "UserPromptSubmit", env,
+                            home, max(5, args.runs // 3), prompt, touch=True))  # fmt: skip
+        few = max(5, args.runs // 3)
+        rows.append(measure("SessionEnd", "session_end", "SessionEnd", env, home, few, reflect))
+        idle = {"notification_type": "idle_prompt", "message": "Claude is waiting for your input", **reflect}
+        rows.append(measure("Notification idle_prompt", "idle", "Notification", env, home, few, idle))
+        jobs: dict[str, list[float]] = {}
+        for r in log_records(home):
+            if r["hook"].startswith("job:"):
+                jobs.setdefault(r["hook"], []).append(r["duration_ms"])
+    finally:
+        client.stop()
+        if not args.keep:
+            shutil.rmtree(base, ignore_errors=True)
+    print_table(rows, statistics.median(bare), args.size, jobs)
+    if args.json:
+        args.json.write_text(json.dumps({"rows": rows, "bare_p50": statistics.median(bare), "jobs": jobs}, indent=2))
+    return 0
+
+
+def print_table(rows: list[dict], bare: float, size: int, jobs: dict[str, list[float]]) -> None:
+    print(f"\n{size:,} notes; bare `python -c pass` p50 {bare:.0f} ms\n")
+    print("| hook | p50 (× bare) | p95 (× bare) | max | results | target |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        target = TARGETS.get(r["label"].split()[0], "")
+        print(f"| {r['label']} | {r['p50']:.0f} ms ({r['p50'] / bare:.1f}×) | {r['p95']:.0f} ms "
+              f"({r['p95'] / bare:.1f}×) | {r['max']:.0f} ms | {r['results']} | {target} |")  # fmt: skip
+    print("\nbackground jobs (not waited for by the hooks): " + ", ".join(
+        f"{name} p50 {statistics.median(v):.0f} ms (n={len(v)})" for name, v in sorted(jobs.items())))  # fmt: skip
+
+
+if __name__ == "__main__":
+    sys.exit(main())
