@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from . import journal, store
+from . import hookstate, journal, store
 from .vault import Vault
 
 
@@ -64,6 +64,7 @@ def check(vault: Vault) -> Health:
     review = sum(1 for e in entries if "/_review/" in e.path)
     if inbox > vault.config.reflection.inbox_warn:
         warnings.append(f"the inbox holds {inbox} entries: run `memvault inbox`")
+    warnings += hookstate.warnings().values()  # recorded by the hooks' idle sweep (e.g. reflection has stalled)
     return Health(
         vault=str(vault.root),
         folder=vault.folder,
