@@ -20,7 +20,9 @@ from typing import Any
 from . import paths
 from .errors import MemvaultError
 
-__all__ = ["Embedded", "embed", "info_file", "query_vector", "socket_path", "start", "status", "stop", "wait_ready"]
+__all__ = [
+    "Embedded", "embed", "info_file", "query_vector", "recall", "socket_path", "start", "status", "stop", "wait_ready",
+]  # fmt: skip
 
 SOCKET_NAME = "embed.sock"
 INFO_NAME = "service.json"
@@ -167,6 +169,17 @@ def query_vector(text: str, timeout: float) -> tuple[str, bytes] | None:
     """
     reply = embed([text], timeout=timeout)
     return (reply.model, reply.vectors[0]) if reply is not None and reply.vectors else None
+
+
+def recall(index: str, query: str, options: dict[str, Any], *, timeout: float) -> dict[str, Any] | None:
+    """Hybrid recall run by the service, next to its loaded model (`recall.Result.as_dict()`), or None in time."""
+    deadline = time.monotonic() + timeout
+    info = read_info()
+    if info is None:
+        return None
+    reply = _request(info, {"op": "recall", "index": index, "query": query, "options": options}, deadline)
+    result = reply.get("result") if reply is not None else None
+    return result if isinstance(result, dict) and isinstance(result.get("hits"), list) else None
 
 
 def status(*, timeout: float = 1.0) -> dict[str, Any] | None:

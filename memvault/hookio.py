@@ -25,6 +25,7 @@ STARTUP_MS = 60  # interpreter start and imports before `main` runs, plus printi
 # With less than this share of the budget left, the vector half is not attempted: its KNN search (about
 # 100 ms on 20k notes) would run past the budget even with the query vector back in time (after a config edit).
 VECTOR_MIN_SHARE = 0.6
+FALLBACK_MS = 50  # kept back from the service's share of the budget for a keyword-only recall here
 PROMPT_CHARS = 160  # how much of a prompt the log keeps (secrets redacted) for `memvault inspect`
 
 # Every rule in secrets.py needs an "=" or ":", a PEM fence, or a run of 12+ non-space characters.
@@ -103,9 +104,7 @@ def _vault(settings: dict[str, Any]) -> tuple[Path, str]:
 
 
 def _index_file(root: Path, folder: str, settings: dict[str, Any]) -> Path:
-    from .index import index_path
-
-    return index_path(root, paths.vault_state_dir(root), folder, settings["index"]["location"])
+    return paths.index_file(root, folder, settings["index"]["location"])
 
 
 def _session(payload: dict[str, Any]) -> str:
@@ -150,8 +149,7 @@ def session_start(payload: dict[str, Any], settings: dict[str, Any], record: dic
 
 
 def user_prompt_submit(payload: dict[str, Any], settings: dict[str, Any], record: dict[str, Any]) -> Output | None:
-    from . import client, inject
-    from . import recall as rc
+    from . import inject
 
     prompt = _text(payload, "prompt").strip()
     record.update(prompt=_excerpt(prompt), prompt_chars=len(prompt))
@@ -164,47 +162,71 @@ def user_prompt_submit(payload: dict[str, Any], settings: dict[str, Any], record
     session = _session(payload)
     seen = hookstate.injected(session)
     already = set(seen["always"]) | set(seen["recalled"])
-    spent_ms = (time.monotonic() - _IMPORTED) * 1000 + STARTUP_MS
-    options = rc.Options(
-        k=recall["k"] + min(len(already), 20),  # room to drop what this session already has
-        fusion=recall["fusion"],
-        vector_weight=recall["vector_weight"],
-        keyword_weight=recall["keyword_weight"],
-        budget_ms=max(20.0, recall["prompt_budget_ms"] - spent_ms),
-    )
-    index_file = _index_file(root, folder, settings)
-    enough = options.budget_ms >= VECTOR_MIN_SHARE * recall["prompt_budget_ms"]
-    embed = client.query_vector if enough else None
-    if index_file.exists():
-        result = rc.recall_file(index_file, prompt, options, embed)
-        if embed is None:
-            result.partial, result.reason = True, "the budget was spent before recall (keyword-only)"
-    else:  # before the first reindex: the seed's file scan, keyword-only, within the budget
-        from . import store
-
-        ignore = store.ignore_patterns(root, tuple(settings["vault"]["ignore"]))
-        result = rc.scan(root, folder, ignore, prompt, options)
-    fresh = [h for h in result.hits if h.path not in already][: recall["k"]]
-    context, kept = inject.recall_context(fresh, recall["max_context_chars"])
+    result = _recall(root, folder, prompt, settings, extra=min(len(already), 20))  # room to drop what it has
+    hits = [h for h in result["hits"] if h["path"] not in already]
+    context, kept = inject.recall_context(hits[: recall["k"]], recall["max_context_chars"])
     record.update(
-        mode=result.mode,
-        vec_hits=result.vec_hits,
-        kw_hits=result.kw_hits,
-        deduped=[h.path for h in result.hits if h.path in already],
+        mode=result["mode"],
+        vec_hits=result["vec_hits"],
+        kw_hits=result["kw_hits"],
+        deduped=[h["path"] for h in result["hits"] if h["path"] in already],
         injected=[
-            {"path": h.path, "title": h.title, "score": h.score, "vec": h.vec_score, "kw": h.kw_score} for h in kept
+            {"path": h["path"], "title": h["title"], "score": h["score"], "vec": h["vec_score"], "kw": h["kw_score"]}
+            for h in kept
         ],
-        reason=result.reason,
-        result="partial" if result.partial else "success",
+        reason=result["reason"],
+        result="partial" if result["partial"] else "success",
     )
     if not kept:
         return None
-    hookstate.save_injected(session, {**seen, "recalled": seen["recalled"] + [h.path for h in kept]})
-    names = inject.titles([h.title for h in kept])
+    hookstate.save_injected(session, {**seen, "recalled": seen["recalled"] + [h["path"] for h in kept]})
+    names = inject.titles([h["title"] for h in kept])
     return {
         "hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": context},
         "systemMessage": f"Loaded {inject.plural(len(kept), 'relevant entry')}: {names}",
     }
+
+
+def _recall(root: Path, folder: str, prompt: str, settings: dict[str, Any], extra: int) -> dict[str, Any]:
+    """`recall.Result.as_dict()` for the prompt, within what is left of the hook's budget.
+
+    The warm service runs the whole recall beside its loaded model, so this process imports no
+    index code. Without the service, or when it does not answer in time, the index is queried
+    here, keyword-only (the vector could only have come from the service).
+    """
+    from . import client
+
+    recall = settings["recall"]
+    budget_ms = recall["prompt_budget_ms"] - (time.monotonic() - _IMPORTED) * 1000 - STARTUP_MS
+    options: dict[str, Any] = {
+        "k": recall["k"] + extra,
+        "fusion": recall["fusion"],
+        "vector_weight": recall["vector_weight"],
+        "keyword_weight": recall["keyword_weight"],
+    }
+    index_file = _index_file(root, folder, settings)
+    reason = "the embedding service is not running (keyword-only)"
+    if budget_ms < VECTOR_MIN_SHARE * recall["prompt_budget_ms"]:
+        reason = "the budget was spent before recall (keyword-only)"
+    elif index_file.exists() and client.read_info() is not None:
+        wait_ms = budget_ms - FALLBACK_MS  # what a keyword-only fallback here would need, kept in reserve
+        served = client.recall(str(index_file), prompt, {**options, "budget_ms": wait_ms - 20}, timeout=wait_ms / 1000)
+        if served is not None:
+            return served
+        reason = "the embedding service did not answer in time (keyword-only)"
+    from . import recall as rc
+
+    local = rc.options_from({**options, "budget_ms": max(20.0, budget_ms)})
+    if index_file.exists():
+        result = rc.recall_file(index_file, prompt, local, None)
+    else:  # before the first reindex: the seed's file scan, keyword-only, within the budget
+        from . import store
+
+        result = rc.scan(root, folder, store.ignore_patterns(root, tuple(settings["vault"]["ignore"])), prompt, local)
+    data = result.as_dict()
+    if result.mode != "none" and not (result.reason or "").startswith("no "):  # keep "no index yet", "no vectors …"
+        data.update(partial=True, reason=reason)
+    return data
 
 
 def _excerpt(prompt: str) -> str:

@@ -19,7 +19,6 @@ from . import chunking, db
 from .db import Connection
 from .errors import MemvaultError
 
-INDEX_FILE = "index.sqlite3"
 VEC_TABLE = "vec_chunks"
 
 # How far a note may travel into agent context; vectors carry it so KNN can pre-filter.
@@ -28,13 +27,6 @@ VISIBLE, INBOX, PRIVATE, HIDDEN = 0, 1, 2, 3
 # fix is still the answer when the error comes back). Superseded, archived, incubating and promoted
 # entries are not.
 RECALLED_STATUSES = ("active", "resolved")
-
-
-def index_path(vault_root: Path, state_dir: Path, folder: str, location: str) -> Path:
-    """Where the index lives: the per-machine state dir (default) or `<folder>/_meta/` inside the vault."""
-    if location == "vault":
-        return vault_root / folder / "_meta" / INDEX_FILE
-    return state_dir / INDEX_FILE
 
 
 def place(rel: str, folder: str) -> tuple[bool, str | None, str]:

@@ -17,7 +17,7 @@ REINDEX_LOCK = "reindex.lock"
 
 
 def index_file(root: Path, config: Config) -> Path:
-    return ix.index_path(root, paths.vault_state_dir(root), config.vault.folder.strip("/"), config.index.location)
+    return paths.index_file(root, config.vault.folder.strip("/"), config.index.location)
 
 
 def layout(root: Path, config: Config) -> sync.Layout:

@@ -7,13 +7,10 @@ text again, so reflection never re-ingests what the vault itself injected.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-from . import chunking
-from . import recall as rc
-from .index import VISIBLE, open_reader
+from typing import Any
 
 ALWAYS_TAG, RECALL_TAG = "memoryvault-always-load", "memoryvault-recall"
 ALWAYS_FOLDER = "_always-load"
@@ -30,6 +27,8 @@ class Loaded:
 
 def always_load_paths(root: Path, folder: str, index_file: Path | None) -> list[str]:
     """`_always-load/` notes of every group (read from disk: always fresh), then `always_load: true` notes (index)."""
+    from .index import VISIBLE, open_reader
+
     memory = root / folder
     found = sorted(
         f"{folder}/{p.relative_to(memory).as_posix()}" for p in memory.glob(f"*/{ALWAYS_FOLDER}/*.md") if p.is_file()
@@ -49,6 +48,9 @@ def always_load_paths(root: Path, folder: str, index_file: Path | None) -> list[
 
 def read_entry(root: Path, rel: str, folder: str) -> Loaded | None:
     """One note as context, or None when it is private, not active, or unreadable."""
+    from . import chunking
+    from . import recall as rc
+
     try:
         text = (root / rel).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
@@ -100,8 +102,11 @@ def always_load_context(entries: Sequence[Loaded], max_chars: int) -> tuple[str,
     return head + "".join(parts) + tail, shown
 
 
-def recall_context(hits: Sequence[rc.Hit], max_chars: int) -> tuple[str, list[rc.Hit]]:
-    """The per-prompt context (path, title, snippet per hit, best first) and the hits that fit in `max_chars`."""
+def recall_context(hits: Sequence[Mapping[str, Any]], max_chars: int) -> tuple[str, list[Mapping[str, Any]]]:
+    """The per-prompt context (path, title, snippet per hit, best first) and the hits that fit in `max_chars`.
+
+    Hits are `recall.Hit.as_dict()` mappings (what the embedding service returns).
+    """
     if not hits:
         return "", []
     head = (
@@ -112,10 +117,10 @@ def recall_context(hits: Sequence[rc.Hit], max_chars: int) -> tuple[str, list[rc
     tail = f"</{RECALL_TAG}>"
     lines: list[str] = []
     used = len(head) + len(tail) + 8
-    kept: list[rc.Hit] = []
+    kept: list[Mapping[str, Any]] = []
     for hit in hits:
-        where = f"{hit.path} › {hit.heading}" if hit.heading else hit.path
-        line = f"- {hit.title} ({where}): {' '.join(hit.snippet.split())}\n"
+        where = f"{hit['path']} › {hit['heading']}" if hit.get("heading") else hit["path"]
+        line = f"- {hit['title']} ({where}): {' '.join(str(hit.get('snippet', '')).split())}\n"
         if used + len(line) > max_chars:
             break
         lines.append(line)

@@ -55,6 +55,16 @@ def vault_state_dir(vault_root: Path) -> Path:
     return state_dir() / "vaults" / f"{name}-{digest}"
 
 
+INDEX_FILE = "index.sqlite3"
+
+
+def index_file(vault_root: Path, folder: str, location: str) -> Path:
+    """Where a vault's index lives: its per-machine state dir (default) or `<folder>/_meta/` inside the vault."""
+    if location == "vault":
+        return vault_root / folder / "_meta" / INDEX_FILE
+    return vault_state_dir(vault_root) / INDEX_FILE
+
+
 def ensure_private_dir(path: Path) -> Path:
     """Create `path` (and parents) readable by the current user only."""
     path.mkdir(parents=True, exist_ok=True, mode=0o700)

@@ -35,6 +35,31 @@ class Options:
     budget_ms: float = 300.0
 
 
+def options_from(data: dict[str, object]) -> Options:
+    """Options from plain JSON (the service's recall request): known keys only, each checked for its type."""
+    defaults = Options()
+    values: dict[str, object] = {}
+    for key, value in data.items():
+        default = getattr(defaults, key, None)
+        if key not in Options.__dataclass_fields__:
+            raise ValueError(f"unknown recall option {key!r}")
+        if key == "exclude":
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise ValueError("exclude must be a list of paths")
+            values[key] = frozenset(value)
+        elif isinstance(default, bool) or default is None:
+            if value is not None and not isinstance(value, (bool, str)):
+                raise ValueError(f"{key} must be a {'flag' if isinstance(default, bool) else 'string'}")
+            values[key] = value
+        elif isinstance(default, (int, float)) and not isinstance(value, bool) and isinstance(value, (int, float)):
+            values[key] = type(default)(value)
+        elif isinstance(default, str) and isinstance(value, str):
+            values[key] = value
+        else:
+            raise ValueError(f"{key} has the wrong type")
+    return Options(**values)  # type: ignore[arg-type]
+
+
 @dataclass(frozen=True)
 class Hit:
     path: str

@@ -223,6 +223,8 @@ class Server:
         op = request.get("op")
         if op == "embed":
             return self._embed(request.get("texts")), None
+        if op == "recall":
+            return self._recall(request), None
         if op == "status":
             return {"ok": True, **self.status()}, None
         if op == "stop":
@@ -240,12 +242,38 @@ class Server:
         except Exception as exc:  # reported to the client, the service keeps serving
             log(f"encode failed: {type(exc).__name__}: {exc}")
             return _error(f"encode failed: {type(exc).__name__}")
+        self._served()
+        encoded = [base64.b64encode(vector).decode("ascii") for vector in vectors]
+        return {"ok": True, "model": self.embedder.name, "dim": self.embedder.dim, "vectors": encoded}
+
+    def _recall(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Hybrid recall run here, beside the loaded model: a hook sends its prompt and gets the hits back.
+
+        The hook then needs neither the index layer's imports nor a second round trip for the vector.
+        """
+        from . import recall as rc
+
+        index, query, options = request.get("index"), request.get("query"), request.get("options")
+        if not (isinstance(index, str) and index.endswith(".sqlite3") and isinstance(query, str)):
+            return _error("recall needs index (an .sqlite3 file) and query")
+        try:
+            wanted = rc.options_from(options if isinstance(options, dict) else {})
+            result = rc.recall_file(Path(index), query, wanted, self._query_vector)
+        except Exception as exc:  # reported to the client, the service keeps serving
+            log(f"recall failed: {type(exc).__name__}: {exc}")
+            return _error(f"recall failed: {type(exc).__name__}: {exc}")
+        self._served()
+        return {"ok": True, "result": result.as_dict()}
+
+    def _query_vector(self, text: str, timeout: float) -> tuple[str, bytes]:
+        with self.encode_lock:
+            return self.embedder.name, self.embedder.encode([text], threads=THREADS)[0]
+
+    def _served(self) -> None:
         with self.stats_lock:
             self.requests += 1
             self.last_request_at = _now()
             self.last_activity = time.monotonic()
-        encoded = [base64.b64encode(vector).decode("ascii") for vector in vectors]
-        return {"ok": True, "model": self.embedder.name, "dim": self.embedder.dim, "vectors": encoded}
 
     def status(self) -> dict[str, Any]:
         info = {key: value for key, value in self.info.items() if key != "token"}

@@ -13,6 +13,7 @@ import pytest
 
 from memvault import index as ix
 from memvault import indexing, recall, sync
+from memvault.paths import INDEX_FILE
 from memvault.vault import Vault
 
 FORMATTER = "MemoryVault/personal-private/preference/python-formatter.md"
@@ -233,7 +234,7 @@ def test_layout_row_is_pure_and_strips_private_spans() -> None:
 
 def test_indexing_module_paths(vault: Vault) -> None:
     assert indexing.index_file(vault.root, vault.config) == vault.index_file
-    assert vault.index_file.name == ix.INDEX_FILE
+    assert vault.index_file.name == INDEX_FILE
 
 
 def test_scan_fallback_before_any_index_applies_the_same_filters(vault: Vault) -> None:
