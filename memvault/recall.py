@@ -19,6 +19,9 @@ CANDIDATES = 100  # notes taken from each side before fusion (LoCoMo R@10 +0.002
 CHUNKS_PER_NOTE = 3  # vector side: how many chunks to fetch per wanted note
 # (query text, timeout in seconds) → (model name, float32 blob), or None when no vector is available in time.
 QueryEmbedder = Callable[[str, float], "tuple[str, bytes] | None"]
+# (index, query vector, how many, highest visibility level, group or None) → {chunk id: cosine distance}, nearest
+# first. `sqlite_nearest` below is the default; the warm service passes one over its in-memory copy of the vectors.
+NearestChunks = Callable[["Index", bytes, int, int, "str | None"], "dict[int, float]"]
 
 
 @dataclass(frozen=True)
@@ -94,7 +97,13 @@ class Result:
         }  # fmt: skip
 
 
-def recall(index: Index, query: str, options: Options = Options(), embed: QueryEmbedder | None = None) -> Result:
+def recall(
+    index: Index,
+    query: str,
+    options: Options = Options(),
+    embed: QueryEmbedder | None = None,
+    nearest: NearestChunks | None = None,
+) -> Result:
     """Top-k notes for `query`; a vector part that misses the budget is dropped and the result marked partial."""
     started = time.monotonic()
     deadline = started + options.budget_ms / 1000
@@ -107,7 +116,7 @@ def recall(index: Index, query: str, options: Options = Options(), embed: QueryE
     if vector_job is not None:
         blob, why = vector_job.result()
         if blob is not None and time.monotonic() < deadline:
-            vector = _vector(index, blob, options)
+            vector = _vector(index, blob, options, nearest or sqlite_nearest)
         else:
             result.partial, result.reason = True, why or "time budget spent before the vector search"
     elif not space:
@@ -248,24 +257,32 @@ def _notes_matching(index: Index, match: str, ids: list[int]) -> set[int]:
     return {row[0] for row in index.conn.execute(sql, [match, *ids])}
 
 
-def _vector(index: Index, blob: bytes, options: Options) -> dict[int, tuple[float, int]]:
+def _vector(index: Index, blob: bytes, options: Options, nearest: NearestChunks) -> dict[int, tuple[float, int]]:
     """note id → (cosine similarity of its best chunk, that chunk id)."""
-    where, params = _allowed(options)
     cap = PRIVATE if options.include_private else INBOX if options.include_inbox else VISIBLE
-    prefilter = " AND visibility <= ?" + (" AND grp = ?" if options.group else "")
-    knn_params: list[object] = [blob, (CANDIDATES + len(options.exclude)) * CHUNKS_PER_NOTE, cap]
-    if options.group:
-        knn_params.append(options.group)
+    found = nearest(index, blob, (CANDIDATES + len(options.exclude)) * CHUNKS_PER_NOTE, cap, options.group)
+    if not found:
+        return {}
+    where, params = _allowed(options)
+    marks = ",".join("?" * len(found))
     sql = (
-        f"WITH knn AS ({db.knn_sql(VEC_TABLE)}{prefilter}) "
-        "SELECT c.note_id, c.id, 1.0 - knn.distance AS sim, n.path FROM knn "
-        f"JOIN chunks c ON c.id = knn.rowid JOIN notes n ON n.id = c.note_id WHERE {where} ORDER BY knn.distance"
+        "SELECT c.id, c.note_id, n.path FROM chunks c JOIN notes n ON n.id = c.note_id "
+        f"WHERE c.id IN ({marks}) AND {where}"
     )
+    rows = {chunk_id: (note_id, path) for chunk_id, note_id, path in index.conn.execute(sql, [*found, *params])}
     out: dict[int, tuple[float, int]] = {}
-    for note_id, chunk_id, sim, path in index.conn.execute(sql, [*knn_params, *params]):
-        if path not in options.exclude and note_id not in out:
-            out[note_id] = (float(sim), chunk_id)
+    for chunk_id, distance in found.items():  # nearest first
+        note_id, path = rows.get(chunk_id, (None, None))
+        if note_id is not None and path not in options.exclude and note_id not in out:
+            out[note_id] = (1.0 - distance, chunk_id)
     return dict(list(out.items())[:CANDIDATES])
+
+
+def sqlite_nearest(index: Index, blob: bytes, limit: int, cap: int, group: str | None) -> dict[int, float]:
+    """chunk id → cosine distance of the `limit` chunks nearest `blob`, nearest first: a vec0 KNN with pre-filters."""
+    prefilter = " AND visibility <= ?" + (" AND grp = ?" if group else "")
+    params: list[object] = [blob, limit, cap] + ([group] if group else [])
+    return {int(r[0]): float(r[1]) for r in index.conn.execute(db.knn_sql(VEC_TABLE) + prefilter, params)}
 
 
 def _hits(
@@ -379,7 +396,9 @@ def _admits(row: NoteRow, options: Options) -> bool:
     )
 
 
-def recall_file(path: Path, query: str, options: Options, embed: QueryEmbedder | None) -> Result:
+def recall_file(
+    path: Path, query: str, options: Options, embed: QueryEmbedder | None, nearest: NearestChunks | None = None
+) -> Result:
     """The prompt-path entry point: recall from the index file at `path` without migrating or writing it.
 
     A missing or damaged index gives an empty result with the reason set (the caller may fall back
@@ -390,7 +409,7 @@ def recall_file(path: Path, query: str, options: Options, embed: QueryEmbedder |
     except (CorruptIndex, db.dbapi().Error) as exc:
         return Result(reason=str(exc), partial=True)
     try:
-        return recall(index, query, options, embed)
+        return recall(index, query, options, embed, nearest)
     except db.dbapi().Error as exc:
         return Result(reason=f"the index could not be read ({exc})", partial=True)
     finally:

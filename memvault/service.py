@@ -92,6 +92,7 @@ class Server:
         self.info_file = runtime / INFO_NAME
         self.encode_lock = threading.Lock()
         self.stats_lock = threading.Lock()
+        self.vectors: Any = None  # vecmem.VectorCache, created by the first recall request
         self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self.requests = 0
         self.last_request_at: str | None = None
@@ -257,8 +258,12 @@ class Server:
         if not (isinstance(index, str) and index.endswith(".sqlite3") and isinstance(query, str)):
             return _error("recall needs index (an .sqlite3 file) and query")
         try:
+            from . import vecmem
+
             wanted = rc.options_from(options if isinstance(options, dict) else {})
-            result = rc.recall_file(Path(index), query, wanted, self._query_vector)
+            self.vectors = self.vectors or vecmem.VectorCache()
+            nearest = self.vectors.nearest_for(Path(index))  # None until its in-memory copy is fresh
+            result = rc.recall_file(Path(index), query, wanted, self._query_vector, nearest)
         except Exception as exc:  # reported to the client, the service keeps serving
             log(f"recall failed: {type(exc).__name__}: {exc}")
             return _error(f"recall failed: {type(exc).__name__}: {exc}")

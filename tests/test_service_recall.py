@@ -1,0 +1,103 @@
+"""Recall inside the warm service: the in-memory vector copy agrees with sqlite-vec, and the `recall` request."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from memvault import indexing, open_vault, paths, recall, service, sync, vecmem
+
+from .test_recall import NOTES, local
+
+QUERIES = ["when should my vehicle get fresh lubricant", "printer error on the office machine", "bake bread"]
+
+
+@pytest.fixture
+def indexed(tmp_path: Path, embedder) -> tuple[Path, Path]:
+    """A small vault in two groups, embedded with the real model; (vault root, index file)."""
+    root = tmp_path / "vault"
+    for n, (name, body) in enumerate(NOTES.items()):
+        group = "personal-private" if n % 2 else "work"
+        target = root / "MemoryVault" / group / "domain" / f"{name}.md"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(body, encoding="utf-8")
+    (root / "MemoryVault/work/_inbox").mkdir(parents=True)
+    (root / "MemoryVault/work/_inbox/oil.md").write_text("# Oil\n\nEngine oil every 10,000 km.\n", encoding="utf-8")
+    vault = open_vault(root)
+    index, _ = indexing.open_index(vault.root, vault.config)
+    sync.sync(index, indexing.layout(vault.root, vault.config))
+    sync.embed_pending(index, embedder)
+    index.close()
+    return root, vault.index_file
+
+
+def fresh(cache: vecmem.VectorCache, path: Path) -> recall.NearestChunks:
+    assert cache.nearest_for(path) is None  # the first call starts the copy; recall goes to sqlite-vec meanwhile
+    assert cache.wait_idle(30)
+    found = cache.nearest_for(path)
+    assert found is not None
+    return found
+
+
+def test_in_memory_nearest_chunks_match_sqlite_vec(indexed, embedder) -> None:
+    _, index_file = indexed
+    in_memory = fresh(vecmem.VectorCache(), index_file)
+    index = recall.open_reader(index_file)
+    try:
+        for query in QUERIES:
+            blob = embedder.encode([query])[0]
+            for cap, group in ((0, None), (1, None), (0, "work"), (1, "personal-private")):
+                expected = recall.sqlite_nearest(index, blob, 6, cap, group)
+                got = in_memory(index, blob, 6, cap, group)
+                assert list(got) == list(expected), (query, cap, group)
+                assert all(abs(got[c] - expected[c]) < 1e-4 for c in got)
+        assert in_memory(index, embedder.encode(["x"])[0], 5, 0, "no-such-group") == {}
+    finally:
+        index.close()
+
+
+def test_a_write_makes_the_copy_stale_until_it_is_reloaded(indexed, embedder) -> None:
+    root, index_file = indexed
+    cache = vecmem.VectorCache()
+    fresh(cache, index_file)
+    open_vault(root).save("fix", "clutch", "# Clutch\n\nA slipping clutch needs new friction plates.\n")
+    assert cache.nearest_for(index_file) is None  # never an old copy after a save
+    found = fresh(cache, index_file)
+    index = recall.open_reader(index_file)
+    try:
+        blob = embedder.encode(["the clutch is slipping"])[0]
+        assert list(found(index, blob, 3, 0, None)) == list(recall.sqlite_nearest(index, blob, 3, 0, None))
+    finally:
+        index.close()
+
+
+def test_service_recall_request(indexed, embedder, memvault_home: Path) -> None:
+    _, index_file = indexed
+    server = service.Server(embedder, paths.runtime_dir(), idle_minutes=1)
+    try:
+
+        def ask(**request: object) -> dict:
+            reply, after = server.handle(json.dumps({"token": server.token, "op": "recall", **request}).encode())
+            assert after is None
+            return reply
+
+        query = "when should my vehicle get fresh lubricant"
+        reply = ask(index=str(index_file), query=query, options={"k": 3, "budget_ms": 5000})
+        assert reply["ok"] and reply["result"]["mode"] == "vector"
+        assert Path(reply["result"]["hits"][0]["path"]).stem == "car"
+        expected = recall.recall_file(index_file, query, recall.Options(k=3, budget_ms=5000), local(embedder))
+        assert [h["path"] for h in reply["result"]["hits"]] == [h.path for h in expected.hits]
+        assert server.vectors.wait_idle(30)  # the second request uses the in-memory copy: same answer
+        again = ask(index=str(index_file), query=query, options={"k": 3, "budget_ms": 5000})
+        assert again["result"]["hits"] == reply["result"]["hits"]
+
+        assert not ask(index=str(index_file), query=query, options={"k": "three"})["ok"]
+        assert not ask(index=str(index_file), query=query, options={"nope": 1})["ok"]
+        assert not ask(index="/etc/passwd", query=query, options={})["ok"]
+        missing = ask(index=str(index_file.with_name("gone.sqlite3")), query=query, options={})
+        assert missing["ok"] and missing["result"]["hits"] == [] and missing["result"]["reason"]
+        assert server.handle(json.dumps({"token": "bad", "op": "recall"}).encode())[0]["ok"] is False
+    finally:
+        server.close()
