@@ -13,9 +13,8 @@ import os
 import socket
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import paths
 from .errors import MemvaultError
@@ -33,8 +32,8 @@ MAX_REPLY = 32 * 1024 * 1024
 MAX_LOG = 1024 * 1024
 LOOPBACK = "127.0.0.1"
 
-@dataclass(frozen=True)
-class Embedded:
+
+class Embedded(NamedTuple):  # a NamedTuple, not a dataclass: the prompt path skips importing dataclasses
     """Vectors from the service: one float32 little-endian L2-normalised blob per text, as `embed.Embedder`."""
 
     model: str

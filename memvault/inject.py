@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 ALWAYS_TAG, RECALL_TAG = "memoryvault-always-load", "memoryvault-recall"
 ALWAYS_FOLDER = "_always-load"
@@ -18,8 +17,7 @@ MIN_SHARE = 300  # an always-load entry cut to fit is still given at least this 
 TITLE_CHARS = 48  # per title in the one-line message shown to the user
 
 
-@dataclass(frozen=True)
-class Loaded:
+class Loaded(NamedTuple):
     path: str
     title: str
     text: str
