@@ -10,13 +10,10 @@ import argparse
 import contextlib
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import filelock
-
-from . import hookstate, paths
+from . import hookstate, paths, store
 from .config import Config, load
 from .vault import Vault, open_vault
 
@@ -84,7 +81,8 @@ def reflect_session(vault: Vault, session: str, transcript: Path, final: bool) -
         return {"result": "skipped", "reason": f"no transcript at {transcript}"}
     # An incremental pass gives way to one already running (the next Stop picks up what it missed);
     # the final pass waits for it, or the session would never be marked reflected.
-    with _session_lock(session, wait=FINAL_WAIT_S if final else 0) as held:
+    lock_file = paths.ensure_private_dir(hookstate.sessions_dir()) / f"{hookstate.session_name(session)}.lock"
+    with store.try_lock(lock_file, FINAL_WAIT_S if final else 0) as held:
         if not held:
             return {"result": "skipped", "reason": "a reflection of this session is already running"}
         from . import reflect
@@ -145,21 +143,6 @@ def _mtime(path: Path) -> float:
         return path.stat().st_mtime
     except OSError:
         return 0.0
-
-
-@contextlib.contextmanager
-def _session_lock(session: str, wait: float) -> Iterator[bool]:
-    folder = paths.ensure_private_dir(hookstate.sessions_dir())
-    lock = filelock.FileLock(str(folder / f"{hookstate.session_name(session)}.lock"))
-    try:
-        lock.acquire(timeout=wait)
-    except filelock.Timeout:
-        yield False
-        return
-    try:
-        yield True
-    finally:
-        lock.release()
 
 
 if __name__ == "__main__":

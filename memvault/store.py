@@ -201,6 +201,21 @@ def vault_lock(lock_file: Path, timeout: float) -> Iterator[None]:
         lock.release()
 
 
+@contextlib.contextmanager
+def try_lock(lock_file: Path, timeout: float) -> Iterator[bool]:
+    """A cross-process lock, waited for at most `timeout` seconds; yields whether it was taken."""
+    lock = filelock.FileLock(str(lock_file))
+    try:
+        lock.acquire(timeout=timeout)
+    except filelock.Timeout:
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        lock.release()
+
+
 def _read_capped(path: Path, max_bytes: int) -> bytes:
     with open(path, "rb") as handle:
         data = handle.read(max_bytes + 1)
