@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .mine_text import WORD, Candidate, clip, make_key, make_title, prose, sentences, turn_ref
+from .mine_text import WORD, Candidate, clip, make_key, make_title, prose, sentences, turn_ref, without_secrets
 from .transcript import Turn
 
 EXPLAIN_WINDOW = 3  # assistant turns after an error in which its explanation is looked for
@@ -80,8 +80,16 @@ def _error_line(text: str) -> str:
 
 
 def _error_signature(line: str) -> str:
-    """The error without the parts that change between runs (paths, numbers), for a stable key."""
-    return _NUMBER.sub(" ", _PATH.sub(r"\1", line))
+    """The error without the parts that change between runs (paths, numbers), for a stable key.
+
+    Secrets go first: cutting paths could break a credential (a connection string) past the scanner.
+    """
+    return _NUMBER.sub(" ", _PATH.sub(r"\1", without_secrets(line)))
+
+
+def _fix_key(problem: str) -> str:
+    """A fix's key: its error signature, numbers dropped (line numbers, ports, counts change between runs)."""
+    return make_key("fix", _error_signature(problem), numbers=False)
 
 
 def _explanation(turn: Turn) -> list[str]:
@@ -139,7 +147,7 @@ def fixes(turns: Sequence[Turn]) -> list[Candidate]:
         if turn.role == "tool_error":
             if problem is None:  # tool mechanics: not part of the story
                 continue
-            if make_key("fix", _error_signature(problem[0])) in episode.signatures:
+            if _fix_key(problem[0]) in episode.signatures:
                 episode.since = episode.moved_on = 0  # the same error again: still the same problem
                 continue
             close(None, progressed=True)  # a different error: the first one got past
@@ -181,7 +189,7 @@ def _success(turn: Turn) -> str | None:
 
 
 def _new_episode(turn: Turn, problem: str, rule: str, inline: list[str]) -> _Episode:
-    key = make_key("fix", _error_signature(problem))
+    key = _fix_key(problem)
     return _Episode(turn, problem, rule, {key}, [(turn, inline)] if inline else [])
 
 

@@ -145,8 +145,9 @@ def _preference(turn: Turn, statement: str, rule: str, confidence: str, answered
         if context:
             body += f' It was replying to: "{clip(context, 200)}"'
     key_text = statement
-    if rule == "correction":
-        key_text = _CORRECTION.sub("", statement.lower(), count=1)
+    if rule == "correction":  # the key from what follows "no," / "actually," — cut, not lowercased: make_key redacts
+        lead = _CORRECTION.match(statement.lower())
+        key_text = statement[lead.end() :] if lead else statement
     return Candidate(
         "preference", make_title(statement), body, (turn_ref(turn),), confidence, rule, make_key("preference", key_text)
     )

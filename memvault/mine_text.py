@@ -6,7 +6,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from .chunking import STOP_WORDS
+from . import secrets
+from .chunking import STOP_WORDS, strip_private
 from .transcript import Turn
 
 CATEGORIES = ("preference", "fix", "workflow", "idea")
@@ -16,6 +17,7 @@ IDEA_KINDS = ("follow-up", "project", "research")
 TITLE_CHARS = 80
 QUOTE_CHARS = 600  # longest user statement quoted in a body
 KEY_WORDS = 8
+KEY_NUMBERS = 4  # numbers said after the first KEY_WORDS content words that are still added to a key
 
 
 @dataclass(frozen=True)
@@ -80,18 +82,33 @@ def sentences(text: str) -> list[str]:
 
 
 _DO_NOT = re.compile(r"\bdo not\b")
+_REDACTION = re.compile(r"\[REDACTED:[a-z_]+\]", re.IGNORECASE)
 
 
-def make_key(category: str, text: str) -> str:
+def without_secrets(text: str) -> str:
+    """`text` with <private> spans and the secrets the scanner finds removed (no redaction markers left)."""
+    return _REDACTION.sub(" ", secrets.redact(strip_private(text))[0])
+
+
+def make_key(category: str, text: str, *, numbers: bool = True) -> str:
     """A stable identity for a pattern: category, then the first content words of `text`, slugged.
 
     Case, punctuation, stop words and filler ("please", "always", "from now on") are dropped, so the
     same instruction phrased the same way in another session gets the same key; negations are kept.
+    Numbers are kept ("line length 100" and "line length 120" differ), also up to KEY_NUMBERS of them
+    said after the first KEY_WORDS content words; `numbers=False` drops them (error signatures).
+    The key is built from redacted text, before anything is lowercased (which would hide case-sensitive
+    token formats from the scanner): it never holds a secret, nor changes when the secret does.
     """
+    text = without_secrets(text)
     words = [w.replace("'", "") for w in WORD.findall(_DO_NOT.sub("dont", _normalise(text).lower()))]
     words = ["dont" if w in ("don", "dont") else w for w in words]
-    content = [w for w in words if w not in KEY_STOP and not w.isdigit() and len(w) > 1]
+    content = [w for w in words if (numbers if w.isdigit() else w not in KEY_STOP and len(w) > 1)]
     slug = "-".join(content[:KEY_WORDS])[:80].strip("-")
+    if numbers:
+        kept = set(slug.split("-"))
+        late = [w for w in dict.fromkeys(content) if w.isdigit() and w not in kept][:KEY_NUMBERS]
+        slug = "-".join([slug, *late] if slug else late)
     return f"{category}:{slug or 'untitled'}"
 
 

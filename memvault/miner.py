@@ -28,7 +28,8 @@ every later prompt):
   would be cool to build …", "we should look into …"); the agent parking a found bug for later
   ("not something I should fix here", "file a bead/issue for …") is a LOW follow-up.
 Every candidate's text passes `strip_private` and the secret scanner (secrets are redacted; a
-candidate left with almost nothing but a redaction is dropped).
+candidate left with almost nothing but a redaction is dropped). Keys are built from the redacted
+text (`make_key`), so they never hold a secret; they keep numbers, except a fix's error signature.
 """
 
 from __future__ import annotations
@@ -132,10 +133,7 @@ def _safe(cand: Candidate) -> Candidate | None:
     marked = [line for line in body.splitlines() if _REDACTED.search(line)]
     if marked and all(_content_words(_REDACTED.sub(" ", line)) < 3 for line in marked):
         return None  # the statement was little more than the secret: nothing worth keeping
-    key = cand.key
-    if _REDACTED.search(secrets.redact(key)[0]) or secrets.scan(key):
-        key = make_key(cand.category, _REDACTED.sub("", title))
-    return replace(cand, title=title, body=body, key=key)
+    return replace(cand, title=title, body=body)  # the key is clean already: make_key builds it from redacted text
 
 
 def _content_words(text: str) -> int:

@@ -345,9 +345,11 @@ def _unique(candidates: Any) -> list[Any]:
 
 
 def _safe_key(candidate: Any) -> Any:
-    """A candidate whose text held a secret may carry it in its key: keep a stable hash of the key instead.
+    """A candidate whose text held a secret gets a stable hash of its key instead of the key.
 
     Keys are stored in reflection state and in the entry's `reflect_key`, so they must be as clean as the text.
+    The built-in miners already build keys from redacted text (`mine_text.make_key`); this is the guard for
+    a key that slugging may have hidden from the scanner, whatever miner produced it.
     """
     text = f"{candidate.key}\n{candidate.title}\n{candidate.body}"
     if "[REDACTED:" not in text and not secrets.scan(text):

@@ -154,6 +154,34 @@ def test_keys_are_stable_across_sessions_and_keep_negations() -> None:
     assert miner.make_key("fix", "") == "fix:untitled"
 
 
+def test_keys_keep_numbers() -> None:
+    def key(text: str) -> str:
+        (pref,) = only(miner.mine(convo(("assistant", "ok"), ("user", text))), "preference")
+        return pref.key
+
+    assert key("Always keep the line length at 100.") != key("Always keep the line length at 120.")
+    assert "100" in key("Always keep the line length at 100.")
+    assert key("Always use Python 3.12 for new services.") != key("Always use Python 3.11 for new services.")
+    late = "Always run the whole integration suite against the staging database with a {} second timeout."
+    assert key(late.format(300)) != key(late.format(600))  # a number past the first content words still counts
+    assert key(late.format(300)) == key(late.format(300).upper())
+    assert miner.make_key("preference", "line length 100") != miner.make_key("preference", "line length 120")
+
+
+def test_fix_keys_still_ignore_line_numbers_and_paths() -> None:
+    def fix_key(error: str) -> str:
+        turns = convo(
+            ("tool_error", error),
+            ("assistant", "The import is wrong because the module was renamed to core."),
+            ("assistant", "All tests pass."),
+        )
+        (fix,) = only(miner.mine(turns), "fix")
+        return fix.key
+
+    one = fix_key("src/app/main.py:12: error: Module 'util' has no attribute 'load'")
+    assert one == fix_key("lib/other/main.py:340: error: Module 'util' has no attribute 'load'")
+
+
 # ---------------------------------------------------------------- fixes
 
 
@@ -339,6 +367,30 @@ def test_secrets_never_reach_a_candidate() -> None:
         assert GITHUB_TOKEN not in everything(c) and "a1B2c3D4" not in everything(c)
     pref = only(cands, "preference")
     assert len(pref) == 1 and "[REDACTED:github_token]" in pref[0].body  # "the token is <token>" was dropped
+
+
+def test_keys_are_built_from_redacted_text() -> None:
+    aws = "AKIA" + "QWERTYUIOPASDFGH"
+    password = "s3cretPassw0rd"
+    turns = convo(
+        ("assistant", "I used the default credentials for the deploy user."),
+        ("user", f"No, use the access key {aws} for the deploy user and rotate it monthly."),  # a correction
+        ("tool_error", f"psql: error: connection to postgres://app:{password}@db.internal:5432/app failed: timeout"),
+        ("assistant", "The database is only reachable from the VPN because the security group blocks it."),
+        ("assistant", "All tests pass."),
+        ("user", f"Always export GH_TOKEN={GITHUB_TOKEN} before running the release script in CI."),
+    )
+    cands = miner.mine(turns)
+    assert {c.rule for c in cands} == {"correction", "error-then-fix", "explicit-always"}
+    for c in cands:
+        for secret in (aws, password, GITHUB_TOKEN, GITHUB_TOKEN[4:20]):
+            assert secret.lower() not in everything(c).lower(), (c.rule, c.key)
+    # a key depends on the words around a secret, not on the secret: a rotated token gives the same key
+    other = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
+    said = "Always export GH_TOKEN={} before running the release script in CI."
+    assert miner.make_key("preference", said.format(GITHUB_TOKEN)) == miner.make_key("preference", said.format(other))
+    assert "redacted" not in miner.make_key("preference", said.format(GITHUB_TOKEN))
+    assert miner.make_key("idea", f"use <private>{aws}</private> later") == miner.make_key("idea", "use later")
 
 
 def test_private_spans_never_reach_a_candidate() -> None:
