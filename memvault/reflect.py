@@ -23,13 +23,12 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import paths
+from . import paths, store
 from .errors import MemvaultError
 from .reflect_pass import Report, TranscriptPass
 from .reflect_state import TranscriptState, read_json, state_dir, write_json
@@ -110,7 +109,7 @@ def reflect_transcript(
     if miner_name == "claude" and not final and not dry_run:
         report.deferred = True  # one headless Claude run per session end, not one per turn
         return _done(report, started)
-    with _lock(vault) as held:
+    with store.try_lock(paths.ensure_private_dir(state_dir(vault)) / "reflect.lock", LOCK_WAIT_S) as held:
         if not held:
             report.busy = True
             return _done(report, started)
@@ -176,22 +175,6 @@ def project_folder(cwd: Path) -> Path:
     """The folder Claude Code keeps a project's transcripts in: the cwd with every non-alphanumeric → `-`."""
     name = "".join(c if c.isalnum() else "-" for c in str(cwd))
     return projects_dir() / name
-
-
-@contextmanager
-def _lock(vault: Vault) -> Iterator[bool]:
-    import filelock
-
-    lock = filelock.FileLock(str(paths.ensure_private_dir(state_dir(vault)) / "reflect.lock"))
-    try:
-        lock.acquire(timeout=LOCK_WAIT_S)
-    except filelock.Timeout:
-        yield False
-        return
-    try:
-        yield True
-    finally:
-        lock.release()
 
 
 def _done(report: Report, started: float) -> Report:
