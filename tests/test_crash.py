@@ -1,4 +1,4 @@
-"""Crash safety: a real save / evolve process killed after every durable step; the next open heals it."""
+"""Crash safety: save, evolve, move and remove killed after every durable step; the next open heals the vault."""
 
 from __future__ import annotations
 
@@ -16,11 +16,16 @@ from .conftest import git, snapshot
 pytestmark = pytest.mark.slow
 OLD = "MemoryVault/personal-private/preference/pytest-over-unittest.md"
 NEW_SLUG = "MemoryVault/personal-private/preference/pytest-plugins.md"
+REVIEW = "MemoryVault/personal-private/_review/alembic-enum-add-value.md"
+FIXED = "MemoryVault/personal-private/fix/alembic-enum-add-value.md"
+INBOX = "MemoryVault/personal-private/_inbox/dependabot-grouped-updates.md"
 
 SCRIPTS = {
     "save": "v.save('fix', 'crash-test', 'Restart the worker.\\n', tags=['ops'])",
     "evolve": f"v.evolve({OLD!r}, 'Use pytest with plugins.\\n', reason='crash test')",
     "evolve-new-slug": f"v.evolve({OLD!r}, 'Use pytest with plugins.\\n', reason='crash test', slug='pytest-plugins')",
+    "move": f"v.move({REVIEW!r}, {FIXED!r}, meta={{'review': 'approved'}})",
+    "remove": f"v.remove({INBOX!r}, reason='crash test')",
 }
 
 
@@ -39,6 +44,13 @@ def outcome(vault_dir: Path, op: str, old: dict[str, bytes]) -> str:
     added, removed = set(now) - set(old), set(old) - set(now)
     changed = {p for p in set(now) & set(old) if now[p] != old[p]}
     vault = open_vault(vault_dir)
+    if op == "move":
+        assert added == {FIXED} and removed == {REVIEW} and not changed
+        assert vault.read(FIXED).note.meta["review"] == "approved"
+        return "new"
+    if op == "remove":
+        assert not added and removed == {INBOX} and not changed
+        return "new"
     if op == "save":
         assert added == {"MemoryVault/personal-private/fix/crash-test.md"} and not removed and not changed
         assert vault.read("MemoryVault/personal-private/fix/crash-test.md").note.body == "Restart the worker.\n"
