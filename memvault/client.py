@@ -7,9 +7,7 @@ time. `embed()` and `status()` never raise: a missing, stale, wedged or foreign 
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
-import os
 import socket
 import sys
 import time
@@ -29,7 +27,6 @@ LOCK_NAME = "service.lock"
 LOG_NAME = "service.log"
 MAX_TEXTS = 256  # per request; longer lists are sent as several requests
 MAX_REPLY = 32 * 1024 * 1024
-MAX_LOG = 1024 * 1024
 LOOPBACK = "127.0.0.1"
 
 
@@ -228,9 +225,6 @@ def start(model: str = "default", idle_minutes: float = 30) -> bool:
     if not _lock_free():
         return False
     log = log_file()
-    with contextlib.suppress(OSError):
-        if log.stat().st_size > MAX_LOG:  # one line per start and stop; keep one old file
-            os.replace(log, log.with_name(LOG_NAME + ".1"))
     procs.spawn([sys.executable, "-m", "memvault.service", "--model", model, "--idle-minutes", str(idle_minutes)], log)
     return True
 

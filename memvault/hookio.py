@@ -53,7 +53,7 @@ def main(event: str, stdin: TextIO | None = None, stdout: TextIO | None = None) 
         record.update(result="error", reason=f"{type(exc).__name__}: {exc}"[:500])
     if output is not None:
         try:
-            (stdout or sys.stdout).write(json.dumps(output, ensure_ascii=False) + "\n")
+            (stdout or sys.stdout).write(json.dumps(output) + "\n")  # ASCII: safe on any console code page
             (stdout or sys.stdout).flush()
         except (OSError, ValueError) as exc:
             record.update(result="error", reason=f"could not write the output: {exc}")

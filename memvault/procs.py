@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 from . import paths
 
+MAX_LOG = 1024 * 1024
 _WINDOWS_DETACHED = 0x00000008 | 0x00000200 | 0x08000000  # DETACHED_PROCESS, NEW_PROCESS_GROUP, NO_WINDOW
 
 # Processes this one started: kept so they are reaped when they exit, not reported as leaked.
@@ -21,6 +24,9 @@ def spawn(command: list[str], log: Path, env: dict[str, str] | None = None) -> s
     no pipe the host waits on.
     """
     paths.ensure_private_dir(log.parent)
+    with contextlib.suppress(OSError):
+        if log.stat().st_size > MAX_LOG:  # keep the current file and one older one
+            os.replace(log, log.with_name(log.name + ".1"))
     _started[:] = [proc for proc in _started if proc.poll() is None]
     with open(log, "ab") as stderr:
         windows = sys.platform == "win32"
