@@ -21,11 +21,11 @@ from typing import Any, TextIO
 from . import hookstate, paths
 
 _IMPORTED = time.monotonic()
-STARTUP_MS = 60  # interpreter start and imports before `main` runs, plus printing: kept out of the recall budget
+STARTUP_MS = 75  # interpreter start and imports before `main` runs, plus printing: kept out of the recall budget
 # With less than this share of the budget left, the vector half is not attempted: its KNN search (about
 # 100 ms on 20k notes) would run past the budget even with the query vector back in time (after a config edit).
 VECTOR_MIN_SHARE = 0.6
-FALLBACK_MS = 50  # kept back from the service's share of the budget for a keyword-only recall here
+FALLBACK_MS = 90  # kept back from the service's share of the budget for a keyword-only recall here (imports + FTS)
 PROMPT_CHARS = 160  # how much of a prompt the log keeps (secrets redacted) for `memvault inspect`
 
 # Every rule in secrets.py needs an "=" or ":", a PEM fence, or a run of 12+ non-space characters.

@@ -337,6 +337,10 @@ def _serve_locked(model: str, idle_minutes: float, embedder: Any, runtime: Path)
         except MemvaultError as exc:
             log(f"cannot start: {exc}")
             return 1
+    # Before listening: the first real request must not pay torch's first-call set-up or recall's imports.
+    from . import recall, vecmem  # noqa: F401
+
+    embedder.encode(["warm up"], threads=THREADS)
     try:
         server = Server(embedder, runtime, idle_minutes)
     except OSError as exc:
