@@ -224,7 +224,7 @@ def _recall(root: Path, folder: str, prompt: str, settings: dict[str, Any], extr
 
         result = rc.scan(root, folder, store.ignore_patterns(root, tuple(settings["vault"]["ignore"])), prompt, local)
     data = result.as_dict()
-    if result.mode != "none" and not (result.reason or "").startswith("no "):  # keep "no index yet", "no vectors …"
+    if result.mode != "none" and not (result.reason or "").startswith(("no index", "no vectors")):  # those stay
         data.update(partial=True, reason=reason)
     return data
 

@@ -350,7 +350,8 @@ def test_prompt_recall_is_hybrid_with_the_service_and_keeps_the_budget_when_it_h
             os.kill(pid, signal.SIGCONT)
         assert "bisecting-flaky-tests.md" in context_of(wedged, "UserPromptSubmit")  # keyword results, in time
         record = log_records("UserPromptSubmit")[-1]
-        assert record["result"] == "partial" and record["mode"] == "keyword" and record["reason"]
+        assert record["result"] == "partial" and record["mode"] == "keyword"
+        assert record["reason"] == "the embedding service did not answer in time (keyword-only)"
         assert record["duration_ms"] < 300 + 100, record  # the budget, with slack for a loaded CI machine
         assert wall < 5, wall  # no hang, whatever the machine
     finally:
