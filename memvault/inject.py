@@ -7,6 +7,7 @@ text again, so reflection never re-ingests what the vault itself injected.
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -28,8 +29,11 @@ def always_load_paths(root: Path, folder: str, index_file: Path | None) -> list[
     from .index import VISIBLE, open_reader
 
     memory = root / folder
+    inside = os.path.realpath(root) + os.sep  # a symlink that leads out of the vault is never read
     found = sorted(
-        f"{folder}/{p.relative_to(memory).as_posix()}" for p in memory.glob(f"*/{ALWAYS_FOLDER}/*.md") if p.is_file()
+        f"{folder}/{p.relative_to(memory).as_posix()}"
+        for p in memory.glob(f"*/{ALWAYS_FOLDER}/*.md")
+        if p.is_file() and os.path.realpath(p).startswith(inside)
     )
     if index_file is not None and index_file.exists():
         with contextlib.suppress(Exception):  # a missing or damaged index only loses the flagged notes

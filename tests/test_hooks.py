@@ -529,3 +529,11 @@ def test_stale_reflection_is_warned_at_session_start_and_in_health(hook_vault: P
     assert warning in health.check(vault).warnings
     hookstate.set_warning("stale_reflection", None)
     assert warning not in health.check(vault).warnings
+
+
+def test_an_always_load_symlink_out_of_the_vault_is_not_read(hook_vault: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside.md"
+    outside.write_text("# Outside\nwords from outside the vault\n")
+    (hook_vault / "MemoryVault/personal-private/_always-load/link.md").symlink_to(outside)
+    result = run_hook("session_start", payload("SessionStart", source="startup"))
+    assert "Core dev flow" in result.stdout and "outside the vault" not in result.stdout
