@@ -14,6 +14,7 @@ from . import reflect as reflect_mod
 from . import review as review_mod
 from .cli import _print_json, _State, cli, err, json_option, out, pass_state
 from .errors import MemvaultError
+from .inject import plural
 from .model import INBOX, REVIEW
 from .vault import Vault
 
@@ -88,8 +89,8 @@ def _corpus(vault: Vault, folder: Path, dry_run: bool, as_json: bool) -> None:
     verb = "would write" if dry_run else "wrote"
     out.print(
         f"{report.files} transcripts under {escape(report.folder)}: {report.reflected} reflected, "
-        f"{report.unchanged} already done; {_n(report.candidates, 'candidate')}, {verb} "
-        f"{_n(len(report.written), 'entry', 'entries')} in {report.ms / 1000:.1f}s"
+        f"{report.unchanged} already done; {plural(report.candidates, 'candidate')}, {verb} "
+        f"{plural(len(report.written), 'entry')} in {report.ms / 1000:.1f}s"
     )
     for path, problem in report.errors.items():
         err.print(f"[yellow]warning:[/] {escape(path)}: {escape(problem)}")
@@ -118,8 +119,8 @@ def _render_report(report: reflect_mod.Report, folder: str) -> None:
         out.print(table)
     verb = "would write" if report.dry_run else "wrote"
     out.print(
-        f"[dim]{_n(report.turns, 'new turn')}, {_n(report.candidates, 'candidate')} ({report.miner} miner), "
-        f"{verb} {_n(len([r for r in report.routes if r.get('path')]), 'entry', 'entries')} in {report.ms:.0f} ms[/]"
+        f"[dim]{plural(report.turns, 'new turn')}, {plural(report.candidates, 'candidate')} ({report.miner} miner), "
+        f"{verb} {plural(len([r for r in report.routes if r.get('path')]), 'entry')} in {report.ms:.0f} ms[/]"
     )
     for line in report.notes:
         err.print(f"[yellow]note:[/] {escape(line)}")
@@ -127,7 +128,7 @@ def _render_report(report: reflect_mod.Report, folder: str) -> None:
 
 def _render_counts(counts: review_mod.Counts) -> None:
     if counts.review:
-        out.print(f"{_n(counts.review, 'entry waits', 'entries wait')} in _review/: run `memvault review`")
+        out.print(f"{plural(counts.review, 'entry waits', 'entries wait')} in _review/: run `memvault review`")
     for line in counts.warnings:
         err.print(f"[yellow]warning:[/] {line}")
 
@@ -257,7 +258,7 @@ def inbox(state: _State, action: str, paths: tuple[str, ...], everything: bool, 
     for r in results:
         new = f" → [bold]{escape(r['new'])}[/]" if r.get("new") else ""
         out.print(f"{r['action']}: {escape(r['path'])}{new}", soft_wrap=True)
-    out.print(f"{_n(counts.inbox, 'entry', 'entries')} left in the inbox")
+    out.print(f"{plural(counts.inbox, 'entry')} left in the inbox")
     _render_counts(counts)
 
 
@@ -283,12 +284,8 @@ def _inbox_list(vault: Vault, as_json: bool) -> None:
     if rows:
         out.print(table)
     out.print(
-        f"{_n(len(rows), 'entry', 'entries')} in the inbox"
+        f"{plural(len(rows), 'entry')} in the inbox"
         + (": `memvault inbox accept NAME…` or `reject NAME…`" if rows else "")
     )
     for line in counts.warnings:
         err.print(f"[yellow]warning:[/] {line}")
-
-
-def _n(count: int, one: str, many: str | None = None) -> str:
-    return f"{count} {one if count == 1 else many or one + 's'}"

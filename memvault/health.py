@@ -9,6 +9,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from . import hookstate, journal, store
+from .inject import plural
 from .vault import Vault
 
 
@@ -57,7 +58,7 @@ def check(vault: Vault) -> Health:
         problems.append(f"an interrupted write could not be finished because the notes changed since: {path}")
     copies = [rel for rel in listing.notes if store.is_conflict_copy(rel)]
     if copies:
-        warnings.append(f"{len(copies)} sync conflict cop{'y' if len(copies) == 1 else 'ies'}: merge them by hand")
+        warnings.append(f"{plural(len(copies), 'sync conflict copy')}: merge them by hand")
     if invalid:
         warnings.append(f"{len(invalid)} note(s) with invalid frontmatter or unreadable text: memvault won't edit them")
     inbox = sum(1 for e in entries if "/_inbox/" in e.path)

@@ -140,9 +140,11 @@ def titles(names: Sequence[str], limit: int = 5) -> str:
     return ", ".join(cut) + more
 
 
-def plural(n: int, noun: str) -> str:
-    """'1 relevant entry', '3 relevant entries'."""
-    return f"{n} {noun}" if n == 1 else f"{n} {noun[:-1] + 'ies' if noun.endswith('y') else noun + 's'}"
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """'1 relevant entry', '3 relevant entries'; `many` when the plural is not regular ('entries wait')."""
+    if n == 1:
+        return f"{n} {one}"
+    return f"{n} {many or (one[:-1] + 'ies' if one.endswith('y') else one + 's')}"
 
 
 def pending_counts(root: Path, folder: str) -> dict[str, int]:
