@@ -205,15 +205,19 @@ def _recall(root: Path, folder: str, prompt: str, settings: dict[str, Any], extr
         "keyword_weight": recall["keyword_weight"],
     }
     index_file = _index_file(root, folder, settings)
-    reason = "the embedding service is not running (keyword-only)"
     if budget_ms < VECTOR_MIN_SHARE * recall["prompt_budget_ms"]:
         reason = "the budget was spent before recall (keyword-only)"
-    elif index_file.exists() and client.read_info() is not None:
+    else:
         wait_ms = budget_ms - FALLBACK_MS  # what a keyword-only fallback here would need, kept in reserve
-        served = client.recall(str(index_file), prompt, {**options, "budget_ms": wait_ms - 20}, timeout=wait_ms / 1000)
+        served = (
+            client.recall(str(index_file), prompt, {**options, "budget_ms": wait_ms - 20}, timeout=wait_ms / 1000)
+            if index_file.exists()
+            else None
+        )
         if served is not None:
             return served
-        reason = "the embedding service did not answer in time (keyword-only)"
+        late = client.read_info() is not None  # only on the way to the fallback: say why it is keyword-only
+        reason = f"the embedding service {'did not answer in time' if late else 'is not running'} (keyword-only)"
     from . import recall as rc
 
     local = rc.options_from({**options, "budget_ms": max(20.0, budget_ms)})
