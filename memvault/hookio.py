@@ -1,6 +1,6 @@
 """The Claude Code hooks: read the event's JSON on stdin, do the event's job, print once, log one line, exit 0.
 
-Imported by the launchers in `hooks/`. Never imports click, rich, YAML (except to refresh the
+Imported by the launchers in `memvault/hooks/`. Never imports click, rich, YAML (except to refresh the
 settings cache) or the embedding model: UserPromptSubmit must finish within its 300 ms budget.
 Slow work (reflection, reindex, starting the embedding service) runs in a detached
 `memvault.hookjobs` process that the hook does not wait for.

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_latency as bl  # the synthetic vault and its helpers are shared
 
 REPO = bl.REPO
-HOOKS = REPO / "hooks"
+HOOKS = REPO / "memvault" / "hooks"
 TRANSCRIPT = REPO.parent / "shared" / "data" / "claude-code-transcripts" / "spotter" / "short.jsonl"
 TARGETS = {"UserPromptSubmit": "p50 ≤ 3.5×, p95 ≤ 6× bare, never > 300 ms", "SessionStart": "p50 ≤ 150 ms",
            "Stop": "≤ 100 ms"}  # fmt: skip

@@ -15,7 +15,7 @@ PY=.venv/bin/python
 "$PY" -m pip install --quiet "$TORCH_SPEC"
 "$PY" -m pip install --quiet -e ".[embeddings,dev]"
 
-"$PY" -m ruff check memvault tests scripts hooks
+"$PY" -m ruff check memvault tests scripts
 "$PY" -m mypy memvault
 
 set +e

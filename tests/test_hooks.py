@@ -18,7 +18,7 @@ from memvault import hookstate
 
 from .conftest import REPO, SHARED_DATA
 
-HOOKS = REPO / "hooks"
+HOOKS = REPO / "memvault" / "hooks"
 EVENTS = {
     "session_start": "SessionStart",
     "user_prompt_submit": "UserPromptSubmit",
