@@ -433,3 +433,12 @@ from . import cli_hooks  # noqa: E402,F401  (registers inspect)
 
 # isort: split
 from . import cli_reflect  # noqa: E402,F401  (registers reflect, review, inbox)
+
+# isort: split
+from . import cli_ideas  # noqa: E402,F401  (registers promote, gc)
+
+# isort: split
+from . import cli_skills  # noqa: E402,F401  (registers index-skills, import-claude-memory)
+
+# isort: split
+from . import cli_install  # noqa: E402,F401  (registers install, uninstall)
