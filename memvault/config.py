@@ -111,6 +111,7 @@ class ReflectionSettings:
 @dataclass(frozen=True)
 class GcSettings:
     idea_months: int = _opt(6, low=1)
+    unrecalled_days: int = _opt(90, low=1)  # health lists entries this old that were never recalled
     marker_days: int = _opt(30, low=1)
     log_days: int = _opt(30, low=1)
 

@@ -1,16 +1,27 @@
-"""The vault's health as data: counts per group / kind / status, problems found, and whether it is healthy.
+"""The vault's health as data: counts, index, embedding, service, reflection, recall analytics, problems, warnings.
 
-Does NOT render anything; the CLI turns a `Health` into a table or JSON.
+Does NOT render anything; the CLI turns a `Health` into tables or JSON. Problems make the vault
+unhealthy (exit 1); warnings are things to look at (exit 1 only with `--strict`).
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import os
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from . import hookstate, journal, store
+from . import analytics, embed, hookstate, indexing, journal, reflect, store
+from . import review as review_mod
+from .errors import MemvaultError
 from .inject import plural
+from .model import ALWAYS_LOAD, ARCHIVE, INBOX, INCUBATOR, REVIEW, Entry
 from .vault import Vault
+
+# Entries that are never injected by design: queues, the archive, ideas (incubating), and superseded ones.
+_NOT_RECALLED_AREAS = (INBOX, REVIEW, ARCHIVE, INCUBATOR)
 
 
 @dataclass(frozen=True)
@@ -26,6 +37,11 @@ class Health:
     by_status: dict[str, int]
     inbox: int
     review: int
+    incubator: int = 0
+    last_reflection: str | None = None  # ISO time of the last successful reflection on this machine
+    index: dict[str, Any] = field(default_factory=dict)  # stats, stale notes, recall tracking
+    embedding: dict[str, Any] = field(default_factory=dict)  # configured model, index model, service
+    never_recalled: list[str] = field(default_factory=list)  # clean-up candidates: old, never injected
     invalid: list[str] = field(default_factory=list)  # "path: reason"
     conflict_copies: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
@@ -37,20 +53,16 @@ class Health:
         return not self.problems
 
 
-def check(vault: Vault) -> Health:
+def check(vault: Vault, *, service: bool = True, now: dt.datetime | None = None) -> Health:
+    """Look at everything; `service=False` skips asking the warm service (it answers within a second)."""
+    now = now or dt.datetime.now(dt.timezone.utc)
     listing = store.list_markdown(vault.root, vault.ignore)
     memory = [rel for rel in listing.notes if vault.in_memory(rel)]
-    entries = [vault.entry(rel) for rel in memory]  # one walk of the vault serves both counts
-    groups: Counter[str] = Counter()
-    kinds: Counter[str] = Counter()
-    statuses: Counter[str] = Counter()
-    invalid = []
-    for entry in entries:
-        groups[entry.group or "(none)"] += 1
-        kinds[entry.kind or "(none)"] += 1
-        statuses[entry.status] += 1
-        if entry.error:
-            invalid.append(f"{entry.path}: {entry.error}")
+    entries = [vault.entry(rel) for rel in memory]  # one walk of the vault serves every count
+    groups: Counter[str] = Counter(e.group or "(none)" for e in entries)
+    kinds: Counter[str] = Counter(e.kind or "(none)" for e in entries)
+    statuses: Counter[str] = Counter(e.status for e in entries)
+    invalid = [f"{e.path}: {e.error}" for e in entries if e.error]
     problems, warnings = [], []
     if not vault.memory_dir.is_dir():
         problems.append(f"{vault.folder}/ does not exist in the vault: run `memvault init`")
@@ -58,14 +70,21 @@ def check(vault: Vault) -> Health:
         problems.append(f"an interrupted write could not be finished because the notes changed since: {path}")
     copies = [rel for rel in listing.notes if store.is_conflict_copy(rel)]
     if copies:
-        warnings.append(f"{plural(len(copies), 'sync conflict copy')}: merge them by hand")
+        warnings.append(f"{plural(len(copies), 'sync conflict copy')}: merge them by hand, then delete the copy")
     if invalid:
         warnings.append(f"{len(invalid)} note(s) with invalid frontmatter or unreadable text: memvault won't edit them")
-    inbox = sum(1 for e in entries if "/_inbox/" in e.path)
-    review = sum(1 for e in entries if "/_review/" in e.path)
-    if inbox > vault.config.reflection.inbox_warn:
-        warnings.append(f"the inbox holds {inbox} entries: run `memvault inbox`")
-    warnings += hookstate.warnings().values()  # recorded by the hooks' idle sweep (e.g. reflection has stalled)
+    queues = review_mod.counts_of(entries, vault.config.reflection)
+    warnings += queues.warnings
+    last = _last_reflection(vault)
+    stale = reflect.stale_warning(vault.config, last.timestamp() if last else None, now.timestamp())
+    if stale:
+        warnings.append(stale)
+    index, counted = _index(vault, listing.notes, problems, warnings)
+    embedding = _embedding(vault, index.get("model"), service, warnings)
+    unrecalled = _never_recalled(entries, counted, index.get("recall_tracking_since"), vault.config, now)
+    for key, text in hookstate.warnings().items():  # recorded by the hooks' idle sweep
+        if text not in warnings and key != "stale_reflection":  # computed above, from the same facts
+            warnings.append(text)
     return Health(
         vault=str(vault.root),
         folder=vault.folder,
@@ -76,11 +95,144 @@ def check(vault: Vault) -> Health:
         by_group=dict(sorted(groups.items())),
         by_kind=dict(sorted(kinds.items())),
         by_status=dict(sorted(statuses.items())),
-        inbox=inbox,
-        review=review,
+        inbox=queues.inbox,
+        review=queues.review,
+        incubator=queues.incubator,
+        last_reflection=last.isoformat(timespec="seconds") if last else None,
+        index=index,
+        embedding=embedding,
+        never_recalled=unrecalled,
         invalid=invalid,
         conflict_copies=copies,
         skipped=[f"{p}: {why}" for p, why in listing.skipped],
         problems=problems,
         warnings=warnings,
     )
+
+
+def _last_reflection(vault: Vault) -> dt.datetime | None:
+    last = reflect.last_run(vault)
+    return dt.datetime.fromtimestamp(last, dt.timezone.utc) if last else None
+
+
+def _index(
+    vault: Vault, notes: Sequence[str], problems: list[str], warnings: list[str]
+) -> tuple[dict[str, Any], dict[str, analytics.Recalled] | None]:
+    """Index stats and freshness (notes changed since the last reindex); folds and reads recall analytics."""
+    path = indexing.index_file(vault.root, vault.config)
+    if not path.exists():
+        warnings.append("no index yet: run `memvault reindex` (recall scans files until then)")
+        return {"path": str(path), "exists": False}, None
+    try:
+        index, _ = indexing.open_index(vault.root, vault.config)
+    except MemvaultError as exc:
+        problems.append(f"the index cannot be opened: {exc}")
+        return {"path": str(path), "exists": True}, None
+    try:
+        stats = index.stats()
+        stale = _stale_notes(vault, index.known(), notes)
+        folded = analytics.fold(index, vault.root)
+        counted = analytics.recalled(index)
+        info = {
+            **stats,
+            "exists": True,
+            "rebuilt": index.rebuilt,
+            "stale": len(stale),
+            "stale_examples": stale[:5],
+            "recalls_folded": folded,
+            "recalled_entries": len(counted),
+            "recall_tracking_since": analytics.tracked_since(index),
+        }
+    finally:
+        index.close()
+    if index.rebuilt:
+        warnings.append(f"the index was damaged and has been rebuilt empty ({index.rebuilt}): run `memvault reindex`")
+    elif stale:
+        warnings.append(
+            f"the index is stale: {plural(len(stale), 'note')} changed since the last reindex: run `memvault reindex`"
+        )
+    pending = stats.get("pending")
+    if isinstance(pending, int) and pending and embed.available():
+        warnings.append(f"{plural(pending, 'note')} not embedded yet (found by keywords only until then)")
+    return info, counted
+
+
+def _stale_notes(vault: Vault, known: dict[str, tuple[int, int, int, str]], notes: Sequence[str]) -> list[str]:
+    """Notes added, changed (mtime or size) or deleted since they were indexed."""
+    present = set(notes)
+    stale = [rel for rel in known if rel not in present]
+    for rel in notes:
+        old = known.get(rel)
+        try:
+            st = os.stat(vault.root / rel)
+        except OSError:
+            continue
+        if old is None or (old[1], old[2]) != (st.st_mtime_ns, st.st_size):
+            stale.append(rel)
+    return sorted(stale)
+
+
+def _embedding(vault: Vault, index_model: Any, ask_service: bool, warnings: list[str]) -> dict[str, Any]:
+    """The configured model against the index's vectors and the running service's model."""
+    from . import client
+
+    configured = embed.model_name(vault.config.embedding.model)
+    info: dict[str, Any] = {
+        "configured": configured,
+        "installed": embed.available(),
+        "index_model": index_model,
+        "service": client.status(timeout=1.0) if ask_service else None,
+    }
+    if not info["installed"]:
+        warnings.append("sentence-transformers is not installed: recall is keyword-only (install memvault[embeddings])")
+    if index_model and index_model != configured:
+        warnings.append(
+            f"model mismatch: the index's vectors come from {index_model}, the config names {configured}:"
+            " run `memvault reindex` (keyword-only until then)"
+        )
+    service = info["service"]
+    if service and service.get("model") and service["model"] != configured:
+        warnings.append(
+            f"the running service has {service['model']} loaded, the config names {configured}:"
+            " run `memvault serve --stop` (it restarts with the new model on demand)"
+        )
+    return info
+
+
+def _never_recalled(
+    entries: list[Entry],
+    counted: dict[str, analytics.Recalled] | None,
+    since: str | None,
+    config: Any,
+    now: dt.datetime,
+) -> list[str]:
+    """Old entries never injected, once injections have been counted for `gc.unrecalled_days` (else nothing)."""
+    old = now - dt.timedelta(days=config.gc.unrecalled_days)
+    tracked = _when(since)
+    if counted is None or tracked is None or tracked > old:
+        return []  # "never recalled" means nothing until recalls have been watched for that long
+    return analytics.never_recalled(_recallable(entries), counted, older_than=old)
+
+
+def _recallable(entries: list[Entry]) -> list[tuple[str, dt.datetime | None]]:
+    """(path, created) of the entries recall could inject: active, not queued, archived, private or always-load."""
+    out = []
+    for e in entries:
+        if e.error or e.private or e.always_load or e.status not in ("active", "resolved"):
+            continue
+        if any(f"/{area}/" in e.path for area in _NOT_RECALLED_AREAS) or f"/{ALWAYS_LOAD}/" in e.path:
+            continue
+        out.append((e.path, _when(e.created)))
+    return out
+
+
+def _when(value: str | None) -> dt.datetime | None:
+    if not value:
+        return None
+    try:
+        when = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if when.tzinfo is None:  # a bare date or a naive time: read as UTC
+        when = when.replace(tzinfo=dt.timezone.utc)
+    return when

@@ -119,7 +119,7 @@ def session_start(payload: dict[str, Any], settings: dict[str, Any], record: dic
 
     root, folder = _vault(settings)
     session, source = _session(payload), _text(payload, "source") or "startup"
-    record["source"] = source
+    record.update(source=source, vault=str(root))
     info = {"transcript_path": _text(payload, "transcript_path"), "cwd": _text(payload, "cwd"), "source": source}
     hookstate.write_start_marker(session, {**info, "vault": str(root)})
     recall = settings["recall"]
@@ -159,6 +159,7 @@ def user_prompt_submit(payload: dict[str, Any], settings: dict[str, Any], record
     if prompt.startswith("/"):
         raise Skip("slash command")
     root, folder = _vault(settings)
+    record["vault"] = str(root)  # recall analytics count injections per vault
     session = _session(payload)
     seen = hookstate.injected(session)
     already = set(seen["always"]) | set(seen["recalled"])

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from . import hookstate, paths, store
-from .config import Config, load
+from .config import load
 from .vault import Vault, open_vault
 
 ORPHAN_S = 3600  # a `.start` marker with no activity for an hour: the session crashed before SessionEnd
@@ -36,6 +36,7 @@ def main(argv: list[str] | None = None) -> int:
             record.update(result="skipped", reason="memory.enabled is false (kill switch)")
         else:
             vault = open_vault(config=config)
+            record["recalls_counted"] = fold_recalls(vault)  # before the sweep prunes old log files
             if args.job == "start":
                 record.update(warm_up(vault))
             elif args.job == "reflect":
@@ -51,6 +52,20 @@ def main(argv: list[str] | None = None) -> int:
     with contextlib.suppress(OSError):
         hookstate.log_event(record)
     return 0
+
+
+def fold_recalls(vault: Vault) -> int | str:
+    """Count the injections the hooks logged into the index's recall analytics (never fails the job)."""
+    from . import analytics, indexing
+
+    try:
+        index, _ = indexing.open_index(vault.root, vault.config)
+        try:
+            return analytics.fold(index, vault.root)
+        finally:
+            index.close()
+    except Exception as exc:
+        return f"failed: {type(exc).__name__}: {exc}"[:200]
 
 
 def warm_up(vault: Vault) -> dict[str, Any]:
@@ -122,20 +137,8 @@ def sweep(vault: Vault, *, idle_s: float | None) -> dict[str, Any]:
                 done.append(info["session_id"])
     gc = vault.config.gc
     pruned = hookstate.prune(log_days=gc.log_days, marker_days=gc.marker_days, now=now)
-    hookstate.set_warning("stale_reflection", stale_warning(vault.config, reflect.last_run(vault), now))
+    hookstate.set_warning("stale_reflection", reflect.stale_warning(vault.config, reflect.last_run(vault), now))
     return {"reflected_sessions": done, "pruned": pruned}
-
-
-def stale_warning(config: Config, last: float | None, now: float) -> str | None:
-    """The warning when no reflection has run for `reflection.stale_days` although sessions happened."""
-    days = config.reflection.stale_days
-    if last is not None:
-        idle_days = int((now - last) / 86400)
-        return f"no MemoryVault reflection for {idle_days} days (see memvault inspect)" if idle_days >= days else None
-    oldest = min((_mtime(p) for p in hookstate.markers("start") + hookstate.markers("reflected")), default=now)
-    if now - oldest < days * 86400:
-        return None
-    return f"no MemoryVault reflection has run in {days}+ days of sessions (see memvault inspect)"
 
 
 def _mtime(path: Path) -> float:

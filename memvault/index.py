@@ -109,10 +109,16 @@ def _pending_index(conn: Connection) -> None:
     conn.execute("CREATE INDEX notes_unembedded ON notes(id) WHERE embedded IS NULL AND error IS NULL")
 
 
+def _recall_cursor(conn: Connection) -> None:
+    # How far recall analytics have read each hook log file; kept by a full reindex, like `recalls`.
+    conn.execute("CREATE TABLE recall_cursor (file TEXT PRIMARY KEY, offset INTEGER NOT NULL, since TEXT NOT NULL)")
+
+
 MIGRATIONS: list[db.Migration] = [
     ("0001_core", _core),
     ("0002_recalls", _recalls),
     ("0003_unembedded", _pending_index),
+    ("0004_recall_cursor", _recall_cursor),
 ]
 
 

@@ -60,6 +60,7 @@ class Entry:
     updated: str | None
     in_memory: bool  # under the MemoryVault folder
     error: str | None = None  # unreadable file or invalid frontmatter
+    created: str | None = None
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,7 @@ def entry(rel: str, nf: NoteFile, group: str | None, in_memory: bool) -> Entry:
         updated=to_str(meta.get("updated")),
         in_memory=in_memory,
         error=nf.note.error,
+        created=to_str(meta.get("created")),
     )
 
 

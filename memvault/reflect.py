@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import paths, store
+from . import hookstate, paths, store
 from .errors import MemvaultError
 from .reflect_pass import Report, TranscriptPass
 from .reflect_state import TranscriptState, read_json, state_dir, write_json
@@ -180,3 +180,22 @@ def project_folder(cwd: Path) -> Path:
 def _done(report: Report, started: float) -> Report:
     report.ms = round((time.monotonic() - started) * 1000, 1)
     return report
+
+
+def stale_warning(config: Any, last: float | None, now: float) -> str | None:
+    """The warning when no reflection has run for `reflection.stale_days` although sessions happened."""
+    days = config.reflection.stale_days
+    if last is not None:
+        idle_days = int((now - last) / 86400)
+        return f"no MemoryVault reflection for {idle_days} days (see memvault inspect)" if idle_days >= days else None
+    oldest = min((_mtime(p) for p in hookstate.markers("start") + hookstate.markers("reflected")), default=now)
+    if now - oldest < days * 86400:
+        return None
+    return f"no MemoryVault reflection has run in {days}+ days of sessions (see memvault inspect)"
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0

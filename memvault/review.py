@@ -37,11 +37,15 @@ def pending(vault: Vault, area: str) -> list[Entry]:
 
 def counts(vault: Vault) -> Counts:
     """How much waits for a person, with the warnings of reflection.inbox_warn / incubator_warn."""
-    entries = vault.list()
+    return counts_of(vault.list(), vault.config.reflection)
+
+
+def counts_of(entries: list[Entry], settings: Any) -> Counts:
+    """`counts` over entries already listed (`settings` = the config's reflection section)."""
     inbox = sum(1 for e in entries if f"/{INBOX}/" in e.path)
     review = sum(1 for e in entries if f"/{REVIEW}/" in e.path)
     incubator = sum(1 for e in entries if f"/{INCUBATOR}/" in e.path and e.status == "incubating")
-    settings, warnings = vault.config.reflection, []
+    warnings = []
     if inbox > settings.inbox_warn:
         warnings.append(
             f"the inbox holds {inbox} entries (more than {settings.inbox_warn}): run `memvault inbox` to sort them"

@@ -511,23 +511,25 @@ def test_eight_sessions_at_once_corrupt_nothing_and_duplicate_nothing(hook_vault
 
 
 def test_stale_reflection_is_warned_at_session_start_and_in_health(hook_vault: Path) -> None:
-    from memvault import health, hookjobs, open_vault
+    from memvault import health, open_vault, reflect
 
     vault = open_vault(hook_vault)
     now = time.time()
-    assert hookjobs.stale_warning(vault.config, now - 86400, now) is None
-    assert "8 days" in (hookjobs.stale_warning(vault.config, now - 8 * 86400, now) or "")
+    assert reflect.stale_warning(vault.config, now - 86400, now) is None
+    assert "8 days" in (reflect.stale_warning(vault.config, now - 8 * 86400, now) or "")
     hookstate.write_start_marker("old-session", {})
-    assert hookjobs.stale_warning(vault.config, None, now) is None  # a new install is not stale
+    assert reflect.stale_warning(vault.config, None, now) is None  # a new install is not stale
     old = now - 9 * 86400
     os.utime(hookstate.marker("old-session", "start"), (old, old))
-    warning = hookjobs.stale_warning(vault.config, None, now)
+    warning = reflect.stale_warning(vault.config, None, now)
     assert warning is not None and "7+ days" in warning  # sessions for 9 days, no reflection ever
     hookstate.set_warning("stale_reflection", warning)
     message = json.loads(run_hook("session_start", payload("SessionStart", source="startup")).stdout)["systemMessage"]
     assert warning in message
     assert warning in health.check(vault).warnings
     hookstate.set_warning("stale_reflection", None)
+    assert warning in health.check(vault).warnings  # health works it out itself from the same facts
+    hookstate.marker("old-session", "start").unlink()
     assert warning not in health.check(vault).warnings
 
 
