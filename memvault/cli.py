@@ -18,6 +18,7 @@ from . import __version__, notes
 from . import config as config_mod
 from . import health as health_mod
 from .errors import MemvaultError
+from .inject import plural
 from .vault import Vault, WriteResult, open_vault
 
 out = Console(highlight=False)
@@ -272,7 +273,7 @@ def _render_health(report: health_mod.Health) -> None:
     ix = report.index
     if ix.get("exists"):
         size = f"{int(ix.get('bytes') or 0) / 1e6:.1f} MB"
-        fresh = "up to date" if not ix.get("stale") else f"{ix['stale']} notes changed since"
+        fresh = "up to date" if not ix.get("stale") else f"{plural(int(ix['stale']), 'note')} changed since"
         out.print(
             f"index: {ix.get('notes')} notes, {ix.get('chunks')} chunks, {ix.get('vectors')} vectors, {size};"
             f" last reindex {ix.get('last_sync') or 'never'} ({fresh})"
