@@ -162,6 +162,8 @@ def _stale_notes(vault: Vault, known: dict[str, tuple[int, int, int, str]], note
     present = set(notes)
     stale = [rel for rel in known if rel not in present]
     for rel in notes:
+        if store.is_conflict_copy(rel):  # sync never indexes these (health lists them on their own)
+            continue
         old = known.get(rel)
         try:
             st = os.stat(vault.root / rel)

@@ -338,7 +338,7 @@ def scan(root: Path, folder: str, ignore: tuple[str, ...], query: str, options: 
         if time.monotonic() > deadline:
             result.partial, result.reason = True, "no index yet and the file scan ran out of time (keyword-only)"
             break
-        if rel in options.exclude:
+        if rel in options.exclude or store.is_conflict_copy(rel):
             continue
         try:
             text = (root / rel).read_text(encoding="utf-8")

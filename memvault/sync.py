@@ -99,7 +99,7 @@ def sync(
     known = index.known()
     if only is None:
         listing = store.list_markdown(layout.root, layout.ignore)
-        paths = list(listing.notes)
+        paths = [p for p in listing.notes if not store.is_conflict_copy(p)]  # a sync tool's copy: never recalled twice
         present = set(paths)
         gone = [p for p in known if p not in present]
     else:
