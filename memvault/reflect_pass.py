@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import chunking, notes, paths, router, secrets
+from . import chunking, ideas, notes, paths, router, secrets
 from . import recall as recall_mod
 from .errors import InvalidNote, MemvaultError, SafetyError
 from .index import place
@@ -299,12 +299,12 @@ class TranscriptPass:
             meta["idea_kind"] = candidate.idea_kind
         if related:
             meta["related"] = related
-        folder = f"{INCUBATOR}/{slug}"
         if self.report.dry_run:
-            return f"{self.vault.folder}/{self.group}/{folder}/_index.md"
-        return self.vault.save(
-            "idea", "_index", text, folder=folder, source=session, confidence=candidate.confidence,
-            meta=meta, tags=["idea"],
+            return f"{self.vault.folder}/{self.group}/{INCUBATOR}/{slug}/_index.md"
+        # Both places in one journalled write: the incubator note and its section in Ideas.md.
+        return ideas.capture(
+            self.vault, title, text, slug=slug, group=self.group, session=session,
+            confidence=candidate.confidence, meta=meta, tags=["idea"],
         ).path  # fmt: skip
 
     def _free(self, folder: str, slug: str) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import builtins
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -322,6 +322,21 @@ class Vault:
                 raise SafetyError(f"{rel}: no such note", code="missing", path=rel)
             intent = self._intent(op, rel, [journal.FileOp(rel, None, journal.digest(target))], reason=reason.strip())
             return self._commit(intent, rel)
+
+    def transact(
+        self, op: str, target: str, plan: Callable[[], builtins.list[journal.FileOp]], *, reason: str = ""
+    ) -> WriteResult:
+        """Several files changed as one mutation (an idea folder moved and its Ideas.md section marked).
+
+        `plan` runs under the vault lock, after any interrupted write is finished, and returns the file
+        operations with their before-digests; it has confined and checked every path and text. They are
+        journalled, applied and committed together: after a crash, all of them or none.
+        """
+        with self._mutation():
+            ops = plan()
+            if not ops:
+                raise MemvaultError(f"{op}: nothing to change", code="usage")
+            return self._commit(self._intent(op, target, ops, reason=reason), target)
 
     def undo(self) -> WriteResult:
         """Revert the last memvault commit with `git revert` (never a reset)."""
