@@ -1,0 +1,240 @@
+"""`memvault index-skills`: real SKILL.md trees (user, project, plugin cache) indexed into a real vault."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from memvault import open_vault, skills_index
+from memvault.cli import cli
+from memvault.vault import Vault
+
+from .conftest import git, snapshot
+
+S = "MemoryVault/personal-skills/"
+
+DEPLOY = """---
+name: deploy
+description: Deploy the current branch to staging with the blue-green script and watch the health checks.
+when_to_use: When the user asks to ship, deploy or roll out a branch to staging.
+allowed-tools: Bash(./scripts/deploy.sh *)
+---
+# Deploy to staging
+
+1. Run `./scripts/deploy.sh staging $ARGUMENTS`.
+2. Tail the health endpoint until it reports green.
+"""
+
+RELEASE_NOTES = """---
+description: Draft release notes from the merged pull requests since the last tag, grouped by label.
+---
+# Release notes
+
+Collect merged PRs with `gh pr list --state merged` and group them into Features, Fixes and Chores.
+"""
+
+LINT_FIX_OLD = """---
+name: lint-fix
+description: Old version of the lint fixer.
+---
+Run the linter.
+"""
+
+LINT_FIX_NEW = """---
+name: lint-fix
+description: Fix ruff and eslint findings in the files changed on this branch, then re-run the linters.
+---
+# Lint fix
+
+Run `ruff check --fix` and `eslint --fix` on changed files only.
+"""
+
+BROKEN = """---
+name: broken
+description: [this is: not valid
+---
+body
+"""
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def claude(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A Claude Code config folder with a user skill, a malformed one and a plugin in two versions."""
+    root = tmp_path / "claude-config"
+    write(root / "skills" / "deploy" / "SKILL.md", DEPLOY)
+    write(root / "skills" / "broken" / "SKILL.md", BROKEN)
+    cache = root / "plugins" / "cache" / "acme-market" / "acme-tools"
+    write(cache / "1.2.0" / "skills" / "lint-fix" / "SKILL.md", LINT_FIX_OLD)
+    write(cache / "1.10.0" / "skills" / "lint-fix" / "SKILL.md", LINT_FIX_NEW)  # newer by number, not by name
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(root))
+    return root
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "shop-api"
+    write(root / ".claude" / "skills" / "release-notes" / "SKILL.md", RELEASE_NOTES)
+    return root.resolve()
+
+
+def meta(vault: Vault, rel: str) -> dict:
+    return dict(vault.read(rel).note.meta)
+
+
+def commits(vault: Vault) -> int:
+    return int(git(vault.root, "rev-list", "--count", "HEAD").strip())
+
+
+def test_one_entry_per_skill_across_scopes(vault: Vault, claude: Path, project: Path) -> None:
+    report = skills_index.index_skills(vault, project=project)
+    assert sorted(report.created) == [S + "acme-tools-lint-fix.md", S + "deploy.md", S + "shop-api-release-notes.md"]
+    assert [e["path"] for e in report.errors] == [str(claude / "skills" / "broken" / "SKILL.md")]
+    assert "YAML" in report.errors[0]["error"]
+
+    deploy = meta(vault, S + "deploy.md")
+    assert deploy["kind"] == "skill" and deploy["status"] == "active" and deploy["scope"] == "user"
+    assert deploy["group"] == "personal-skills" and deploy["source"] == "skills-index"
+    assert deploy["when_to_use"].startswith("When the user asks to ship")
+    assert deploy["command"] == "/deploy" and deploy["skill_id"] == "user/deploy"
+    assert deploy["skill_file"] == str(claude / "skills" / "deploy" / "SKILL.md")
+    assert deploy["skill_hash"].startswith("sha256:") and len(deploy["skill_hash"]) == 71
+    body = vault.read(S + "deploy.md").note.body
+    assert body.startswith("# deploy\n\nDeploy the current branch to staging")
+    assert "> 1. Run `./scripts/deploy.sh staging $ARGUMENTS`." in body  # the excerpt
+
+    plugin = meta(vault, S + "acme-tools-lint-fix.md")
+    assert plugin["plugin_version"] == "1.10.0" and plugin["description"].startswith("Fix ruff and eslint")
+    assert plugin["command"] == "/acme-tools:lint-fix" and plugin["marketplace"] == "acme-market"
+
+    notes = meta(vault, S + "shop-api-release-notes.md")
+    assert notes["scope"] == "project" and notes["project"] == str(project) and notes["name"] == "release-notes"
+    assert notes["command"] == "/release-notes"
+
+    hits = vault.recall("which skill drafts release notes from merged pull requests", k=3)
+    assert hits.hits[0].path == S + "shop-api-release-notes.md"
+
+
+def test_second_run_writes_nothing_and_commits_nothing(git_vault: Vault, claude: Path, project: Path) -> None:
+    skills_index.index_skills(git_vault, project=project)
+    before, count = snapshot(git_vault.root), commits(git_vault)
+    report = skills_index.index_skills(git_vault, project=project)
+    assert report.created == report.updated == report.archived == []
+    assert len(report.unchanged) == 3
+    assert snapshot(git_vault.root) == before and commits(git_vault) == count
+
+
+def test_a_changed_skill_is_updated_in_place_keeping_the_users_edits(
+    vault: Vault, claude: Path, project: Path
+) -> None:
+    skills_index.index_skills(vault, project=project)
+    rel = S + "deploy.md"
+    nf = vault.read(rel)
+    vault.update(rel, meta={"tags": ["skill", "ops"], "rating": 5}, body=nf.note.body + "\n## My notes\n\nAsk first.\n")
+    write(claude / "skills" / "deploy" / "SKILL.md", DEPLOY.replace("to staging", "to production"))
+
+    report = skills_index.index_skills(vault, project=project)
+    assert report.updated == [rel] and report.created == []
+    after = vault.read(rel)
+    assert after.note.meta["description"].startswith("Deploy the current branch to production")
+    assert after.note.meta["rating"] == 5 and after.note.meta["tags"] == ["skill", "ops"]  # the user's keys
+    assert after.note.meta["skill_hash"] != nf.note.meta["skill_hash"]
+    assert after.note.meta["created"] == nf.note.meta["created"]
+    assert after.note.body.rstrip().endswith("## My notes\n\nAsk first.")
+    assert "to production" in after.note.body and after.note.body.count("## My notes") == 1
+
+
+def test_a_removed_skill_is_archived_never_deleted_and_comes_back(vault: Vault, claude: Path, project: Path) -> None:
+    skills_index.index_skills(vault, project=project)
+    skill = claude / "skills" / "deploy" / "SKILL.md"
+    skill.unlink()
+    report = skills_index.index_skills(vault, project=project)
+    assert report.archived == [S + "deploy.md"]
+    assert meta(vault, S + "deploy.md")["status"] == "archived"
+    assert skills_index.index_skills(vault, project=project).archived == []  # already archived: no write
+
+    write(skill, DEPLOY)
+    report = skills_index.index_skills(vault, project=project)
+    assert report.updated == [S + "deploy.md"] and meta(vault, S + "deploy.md")["status"] == "active"
+
+
+def test_another_projects_skills_are_left_alone(vault: Vault, claude: Path, project: Path, tmp_path: Path) -> None:
+    skills_index.index_skills(vault, project=project)
+    other = tmp_path / "other"
+    other.mkdir()
+    report = skills_index.index_skills(vault, project=other)
+    assert report.archived == [] and S + "deploy.md" in report.unchanged
+    assert meta(vault, S + "shop-api-release-notes.md")["status"] == "active"
+
+
+def test_same_skill_name_in_two_projects_gets_two_entries(vault: Vault, claude: Path, tmp_path: Path) -> None:
+    a, b = tmp_path / "a" / "app", tmp_path / "b" / "app"
+    for root in (a, b):
+        write(root / ".claude" / "skills" / "deploy" / "SKILL.md", DEPLOY)
+    skills_index.index_skills(vault, project=a)
+    report = skills_index.index_skills(vault, project=b)
+    assert report.created == [S + "app-deploy-2.md"]
+    assert meta(vault, S + "app-deploy.md")["project"] == str(a.resolve())
+    assert meta(vault, S + "app-deploy-2.md")["project"] == str(b.resolve())
+
+
+def test_a_hand_written_skill_entry_is_not_duplicated(vault: Vault, claude: Path, project: Path) -> None:
+    write(claude / "skills" / "commit-helper" / "SKILL.md", "---\ndescription: Draft commit messages.\n---\nBody\n")
+    before = (vault.root / S / "commit-helper.md").read_bytes()
+    report = skills_index.index_skills(vault, project=project)
+    assert report.skipped == [
+        {"path": S + "commit-helper.md", "reason": "a hand-written entry (no skill_id) describes this skill"}
+    ]
+    assert (vault.root / S / "commit-helper.md").read_bytes() == before
+    assert not (vault.root / S / "commit-helper-2.md").exists()
+
+
+def test_a_secret_in_a_skill_is_redacted_and_private_spans_dropped(vault: Vault, claude: Path, project: Path) -> None:
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    text = f"---\ndescription: Call the API.\n---\nUse token {token} for calls.\n<private>my home ip</private>\n"
+    write(claude / "skills" / "api" / "SKILL.md", text)
+    report = skills_index.index_skills(vault, project=project)
+    assert S + "api.md" in report.created
+    written = (vault.root / S / "api.md").read_text()
+    assert token not in written and "[REDACTED:github_token]" in written and "home ip" not in written
+
+
+def test_dry_run_writes_nothing(vault: Vault, claude: Path, project: Path) -> None:
+    before = snapshot(vault.root)
+    report = skills_index.index_skills(vault, project=project, dry_run=True)
+    assert len(report.created) == 3 and report.dry_run
+    assert snapshot(vault.root) == before
+
+
+def test_a_directory_without_skills_archives_nothing_it_never_saw(vault: Vault, tmp_path: Path) -> None:
+    report = skills_index.index_skills(vault, claude_dir=tmp_path / "none", project=tmp_path)
+    assert report.as_dict() == {
+        "created": [], "updated": [], "unchanged": [], "archived": [], "skipped": [], "errors": [], "dry_run": False
+    }  # fmt: skip
+
+
+def test_newest_version_by_number_then_by_time(tmp_path: Path) -> None:
+    for name in ("0.9.1", "0.10.0", "0.2.0"):
+        (tmp_path / name).mkdir()
+    assert skills_index.newest_version(sorted(tmp_path.iterdir())).name == "0.10.0"
+
+
+def test_cli_index_skills_json_and_table(vault_dir: Path, claude: Path, project: Path) -> None:
+    runner = CliRunner()
+    args = ["--vault", str(vault_dir), "index-skills", "--project", str(project)]
+    result = runner.invoke(cli, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert len(data["created"]) == 3 and data["errors"][0]["path"].endswith("broken/SKILL.md")
+    result = runner.invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    assert "3 unchanged" in result.output and "broken" in result.output
+    assert open_vault(vault_dir).read(S + "deploy.md").note.meta["scope"] == "user"
