@@ -1,0 +1,447 @@
+"""Connect Claude Code to memvault and undo it: plan, apply (backup, atomic writes, manifest), uninstall.
+
+The settings file is changed only through `claude_settings` (pure merge and unmerge). Before the first
+change the file is copied to `settings.json.memvault-backup`; a manifest in the state dir records what was
+added, so `uninstall` takes out exactly that and, when nothing else changed, puts back the original bytes
+(or deletes a file that install created). The vault and the config's vault path are never removed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path, PurePath, PureWindowsPath
+from typing import Any
+
+from . import claude_settings as cs
+from . import config as config_mod
+from . import notes, paths, store
+from .errors import MemvaultError
+
+DEFAULT_SKILL = "memvault"
+MARKER = "memvault"  # frontmatter `metadata.managed-by` of a skill this installer wrote
+BACKUP_SUFFIX = ".memvault-backup"
+SKILL_TEMPLATE = Path(__file__).resolve().parent / "skill" / "SKILL.md"
+HOOKS_DIR = Path(__file__).resolve().parent / "hooks"
+_SKILL_NAME = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")
+
+
+@dataclass
+class Target:
+    """Where one install lives: the settings file and the skills folder of a scope."""
+
+    scope: str
+    settings: Path
+    skills_dir: Path
+
+    @classmethod
+    def of(cls, scope: str, project: Path | None = None) -> Target:
+        if scope == "project":
+            base = (project or Path.cwd()).absolute() / ".claude"
+        elif scope == "user":
+            base = cs.claude_dir()
+        else:
+            raise MemvaultError(f"unknown scope {scope!r}: user or project", code="usage")
+        return cls(scope, base / "settings.json", base / "skills")
+
+    def manifest(self) -> Path:
+        digest = hashlib.sha256(str(self.settings).encode("utf-8", "surrogateescape")).hexdigest()[:12]
+        return paths.state_dir() / "installs" / f"claude-code-{self.scope}-{digest}.json"
+
+
+@dataclass
+class Plan:
+    """Everything `install` would change; `apply` writes exactly this."""
+
+    target: Target
+    before: bytes | None  # the settings file's bytes now (None: no file)
+    after: str | None  # the new settings text (None: unchanged)
+    merge: cs.MergeResult
+    skill_path: Path
+    skill_text: str
+    skill_action: str  # created, updated, unchanged
+    stale_skills: list[Path] = field(default_factory=list)  # our skills under an earlier name
+    vault: Path | None = None
+    write_config: bool = False
+    vault_folders: list[str] = field(default_factory=list)
+    interpreter: str = ""
+    warnings: list[str] = field(default_factory=list)
+    first: bool = True  # no install recorded for this settings file: back it up before changing it
+    manifest: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def backup(self) -> Path:
+        return self.target.settings.with_name(self.target.settings.name + BACKUP_SUFFIX)
+
+    @property
+    def writes_backup(self) -> bool:
+        return self.first and self.before is not None and self.after is not None
+
+    @property
+    def changed(self) -> bool:
+        return bool(
+            self.after is not None
+            or self.skill_action != "unchanged"
+            or self.stale_skills
+            or self.write_config
+            or self.vault_folders
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "host": "claude-code",
+            "scope": self.target.scope,
+            "settings": str(self.target.settings),
+            "hooks": {
+                "added": list(self.merge.added),
+                "updated": list(self.merge.updated),
+                "unchanged": list(self.merge.unchanged),
+            },
+            "interpreter": self.interpreter,
+            "backup": str(self.backup) if self.writes_backup else None,
+            "skill": {"path": str(self.skill_path), "action": self.skill_action},
+            "removed_skills": [str(p) for p in self.stale_skills],
+            "vault": str(self.vault) if self.vault else None,
+            "config": str(paths.config_file()) if self.write_config else None,
+            "created_folders": self.vault_folders,
+            "warnings": self.warnings,
+            "changed": self.changed,
+        }
+
+
+# ---- the skill -------------------------------------------------------------------------------------
+
+
+def check_skill_name(name: str) -> str:
+    if not _SKILL_NAME.match(name):
+        raise MemvaultError(
+            f"skill name {name!r}: use lowercase letters, digits and hyphens (at most 64 characters)", code="usage"
+        )
+    return name
+
+
+def render_skill(name: str, command: str) -> str:
+    """The skill template with its name and the memvault command it runs."""
+    allowed = f"Bash({command} *)"
+    text = SKILL_TEMPLATE.read_text(encoding="utf-8")
+    return (
+        text.replace("{{name}}", name)
+        .replace("{{allowed_tools}}", json.dumps(allowed, ensure_ascii=False))
+        .replace("{{memvault}}", command)
+    )
+
+
+def memvault_command(interpreter: PurePath) -> str:
+    """The memvault executable next to the interpreter, as a Bash command word (quoted when needed)."""
+    windows = isinstance(interpreter, PureWindowsPath)
+    exe = interpreter.parent / ("memvault.exe" if windows else "memvault")
+    native = windows == (os.name == "nt")
+    if native and not Path(exe).exists():  # no console script (a bare checkout): run the package instead
+        return " ".join(_quote(part) for part in (interpreter.as_posix(), "-m", "memvault"))
+    return _quote(exe.as_posix())  # Claude Code's Bash tool is Git Bash on Windows: forward slashes work there
+
+
+def _quote(word: str) -> str:
+    return word if re.fullmatch(r"[\w@%+=:,./-]+", word) else "'" + word.replace("'", "'\"'\"'") + "'"
+
+
+def is_our_skill(skill_file: Path) -> bool:
+    """True when `skill_file` carries our marker in its frontmatter `metadata` (the name does not matter)."""
+    try:
+        meta = notes.parse(skill_file.read_text(encoding="utf-8")).meta
+    except (OSError, UnicodeDecodeError, MemvaultError):
+        return False
+    metadata = meta.get("metadata")
+    return isinstance(metadata, dict) and metadata.get("managed-by") == MARKER
+
+
+def our_skills(skills_dir: Path) -> list[Path]:
+    """Every skill folder under `skills_dir` that this installer wrote."""
+    if not skills_dir.is_dir():
+        return []
+    return sorted(d for d in skills_dir.iterdir() if (d / "SKILL.md").is_file() and is_our_skill(d / "SKILL.md"))
+
+
+# ---- install ---------------------------------------------------------------------------------------
+
+
+def plan_install(
+    target: Target,
+    *,
+    skill_name: str = DEFAULT_SKILL,
+    vault: Path | None = None,
+    interpreter: PurePath | None = None,
+    hooks_dir: PurePath | None = None,
+) -> Plan:
+    """Read the current state and work out every change; writes nothing."""
+    check_skill_name(skill_name)
+    interpreter = interpreter or _this_interpreter()
+    cs.check_interpreter(interpreter)
+    hooks_dir = hooks_dir or HOOKS_DIR
+    before = _read(target.settings)
+    text = before.decode("utf-8-sig") if before is not None else ""
+    current = cs.parse(text, str(target.settings))
+    merged = cs.merge(current, cs.hook_entries(interpreter, hooks_dir))
+    after = cs.dump(merged.data, like=text) if merged.changed else None
+
+    warnings = []
+    if skill_name == "memory":
+        warnings.append(
+            "the skill name 'memory' clashes with Claude Code's built-in /memory (which edits CLAUDE.md); "
+            "one of the two can become unreachable. The default name is 'memvault'."
+        )
+    for key in cs.plugin_keys(current):
+        warnings.append(
+            f"the Claude Code plugin {key} is enabled as well: its hooks and these would both run on every event; "
+            "keep one (disable the plugin, or run memvault uninstall)"
+        )
+
+    skill_path = target.skills_dir / skill_name / "SKILL.md"
+    skill_text = render_skill(skill_name, memvault_command(interpreter))
+    if skill_path.exists() and not is_our_skill(skill_path):
+        raise MemvaultError(
+            f"{skill_path.parent} exists and was not written by memvault; choose another name with --skill-name",
+            code="install",
+        )
+    if skill_path.parent.exists() and not skill_path.exists() and any(skill_path.parent.iterdir()):
+        raise MemvaultError(
+            f"{skill_path.parent} exists and holds other files; choose another name with --skill-name", code="install"
+        )
+    old_skill = _read(skill_path)
+    skill_action = (
+        "created" if old_skill is None else "unchanged" if old_skill == skill_text.encode("utf-8") else "updated"
+    )
+    stale = [d for d in our_skills(target.skills_dir) if d != skill_path.parent]
+
+    write_config, folders = False, []
+    if vault is not None:
+        vault = vault.expanduser().absolute()
+        if not vault.is_dir():
+            raise MemvaultError(f"{vault} is not a folder: create the Obsidian vault first", code="no_vault")
+        configured = config_mod.load(env={}).vault_root
+        write_config = configured is None or os.path.realpath(configured) != os.path.realpath(vault)
+        folders = _missing_folders(vault)
+    else:
+        vault = config_mod.load().vault_root
+
+    manifest = _load_manifest(target)
+    # No manifest, or one left over while none of our hooks is in the file: this is a first install.
+    first = manifest is None or not (merged.updated or merged.unchanged)
+    plan = Plan(
+        target=target,
+        before=before,
+        after=after,
+        merge=merged,
+        skill_path=skill_path,
+        skill_text=skill_text,
+        skill_action=skill_action,
+        stale_skills=stale,
+        vault=vault,
+        write_config=write_config,
+        vault_folders=folders,
+        interpreter=str(interpreter),
+        warnings=warnings,
+        first=first,
+    )
+    plan.manifest = _next_manifest(plan, manifest, current)
+    return plan
+
+
+def apply(plan: Plan) -> None:
+    """Write the plan: backup first, then settings, skill, config, vault folders, manifest (each atomically)."""
+    target = plan.target
+    if plan.after is not None:
+        if _read(target.settings) != plan.before:
+            raise MemvaultError(
+                f"{target.settings} changed while installing; run memvault install again", code="install"
+            )
+        real = _real(target.settings)
+        if plan.writes_backup and plan.before is not None:
+            store.atomic_write(plan.backup, plan.before)
+        store.atomic_write(real, plan.after.encode("utf-8"))
+    for old in plan.stale_skills:
+        _remove_skill(old)
+    if plan.skill_action != "unchanged":
+        store.atomic_write(plan.skill_path, plan.skill_text.encode("utf-8"))
+    if plan.vault is not None and (plan.write_config or plan.vault_folders):
+        from .vault import open_vault
+
+        if plan.write_config:
+            config_mod.write_vault_root(plan.vault)
+        open_vault(plan.vault).init_structure()
+    if plan.changed:
+        _write_json(target.manifest(), plan.manifest)
+
+
+def _missing_folders(vault: Path) -> list[str]:
+    """The folders `Vault.init_structure` would create (it runs in `apply`)."""
+    from .model import ALWAYS_LOAD, ARCHIVE, INBOX, INCUBATOR, REVIEW
+    from .vault import open_vault
+
+    handle = open_vault(vault)
+    group = handle.config.vault.default_group
+    wanted = [f"{group}/{d}" for d in (ALWAYS_LOAD, INBOX, REVIEW, ARCHIVE, INCUBATOR)]
+    wanted += ["personal-projects", "personal-skills"]
+    return [f"{handle.folder}/{rel}" for rel in wanted if not (handle.memory_dir / rel).is_dir()]
+
+
+def _next_manifest(plan: Plan, old: dict[str, Any] | None, current: dict[str, Any]) -> dict[str, Any]:
+    """What uninstall needs. The pre-install state comes from the first install and is kept on re-installs."""
+    hooks = current.get("hooks") if isinstance(current.get("hooks"), dict) else None
+    new_events = [e for e in plan.merge.added if hooks is None or e not in hooks]
+    if plan.first or old is None:
+        base: dict[str, Any] = {
+            "settings_existed": plan.before is not None,
+            "backup": str(plan.backup) if plan.before is not None else None,
+            "created_hooks_key": hooks is None,
+            "created_events": new_events,
+        }
+    else:
+        base = {k: old.get(k) for k in ("settings_existed", "backup", "created_hooks_key")}
+        base["created_events"] = sorted(set(old.get("created_events") or []) | set(new_events))
+    return {
+        "version": 1,
+        "host": "claude-code",
+        "scope": plan.target.scope,
+        "settings": str(plan.target.settings),
+        **base,
+        "interpreter": plan.interpreter,
+        "events": [spec.event for spec in cs.HOOKS],
+        "skill_dir": str(plan.skill_path.parent),
+    }
+
+
+# ---- uninstall -------------------------------------------------------------------------------------
+
+
+@dataclass
+class Removal:
+    """What `uninstall` takes out (or would)."""
+
+    target: Target
+    events: list[str]
+    settings_action: str  # unchanged, restored (original bytes), rewritten (your later changes kept), deleted
+    new_bytes: bytes | None
+    skills: list[Path]
+    backup_removed: Path | None
+    manifest: Path | None
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.settings_action != "unchanged" or self.skills or self.manifest)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "host": "claude-code",
+            "scope": self.target.scope,
+            "settings": str(self.target.settings),
+            "removed_hooks": self.events,
+            "settings_action": self.settings_action,
+            "removed_skills": [str(p) for p in self.skills],
+            "backup_removed": str(self.backup_removed) if self.backup_removed else None,
+            "changed": self.changed,
+        }
+
+
+def plan_uninstall(target: Target) -> Removal:
+    """Work out what to take out of the settings file and skills folder; writes nothing."""
+    manifest = _load_manifest(target)
+    before = _read(target.settings)
+    text = before.decode("utf-8-sig") if before is not None else ""
+    current = cs.parse(text, str(target.settings))
+    created = frozenset(manifest.get("created_events", [])) if manifest else None
+    result = cs.unmerge(current, created, manifest.get("created_hooks_key", True) if manifest else True)
+
+    action, new_bytes, backup_removed = "unchanged", None, None
+    if result.removed:
+        original = _original(manifest)
+        if original is not None and result.data == original[0]:
+            if original[1] is None:
+                action = "deleted"
+            else:
+                action, new_bytes = "restored", original[1]
+                backup_removed = Path(manifest["backup"]) if manifest and manifest.get("backup") else None
+        else:
+            action, new_bytes = "rewritten", cs.dump(result.data, like=text).encode("utf-8")
+    skills = our_skills(target.skills_dir)
+    manifest_path = target.manifest() if manifest is not None else None
+    return Removal(target, list(result.removed), action, new_bytes, skills, backup_removed, manifest_path)
+
+
+def apply_uninstall(removal: Removal) -> None:
+    settings = removal.target.settings
+    if removal.settings_action == "deleted":
+        store.remove(_real(settings))
+    elif removal.new_bytes is not None:
+        store.atomic_write(_real(settings), removal.new_bytes)
+    for skill in removal.skills:
+        _remove_skill(skill)
+    if removal.backup_removed is not None:
+        store.remove(removal.backup_removed)
+    if removal.manifest is not None:
+        store.remove(removal.manifest)
+
+
+def _original(manifest: dict[str, Any] | None) -> tuple[dict[str, Any], bytes | None] | None:
+    """The settings data and bytes from before the first install, when known."""
+    if manifest is None:
+        return None
+    if not manifest.get("settings_existed"):
+        return {}, None
+    backup = manifest.get("backup")
+    raw = _read(Path(backup)) if isinstance(backup, str) else None
+    if raw is None:
+        return None
+    try:
+        return cs.parse(raw.decode("utf-8-sig"), str(backup)), raw
+    except (MemvaultError, UnicodeDecodeError):
+        return None
+
+
+# ---- small helpers ---------------------------------------------------------------------------------
+
+
+def _this_interpreter() -> PurePath:
+    exe = os.path.abspath(sys.executable) if sys.executable else ""
+    return PureWindowsPath(exe) if os.name == "nt" else PurePath(exe)
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise MemvaultError(f"cannot read {path}: {exc}", code="install") from None
+
+
+def _real(path: Path) -> Path:
+    """Write through a symlinked settings file (dotfile managers) instead of replacing the link."""
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
+
+
+def _remove_skill(folder: Path) -> None:
+    store.remove(folder / "SKILL.md")
+    with contextlib.suppress(OSError):
+        folder.rmdir()  # only when empty: files the user added stay
+
+
+def _load_manifest(target: Target) -> dict[str, Any] | None:
+    raw = _read(target.manifest())
+    if raw is None:
+        return None
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) and data.get("settings") == str(target.settings) else None
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    paths.ensure_private_dir(path.parent)
+    store.atomic_write(path, (json.dumps(data, indent=2) + "\n").encode("utf-8"))
