@@ -132,9 +132,7 @@ def test_second_run_writes_nothing_and_commits_nothing(git_vault: Vault, claude:
     assert snapshot(git_vault.root) == before and commits(git_vault) == count
 
 
-def test_a_changed_skill_is_updated_in_place_keeping_the_users_edits(
-    vault: Vault, claude: Path, project: Path
-) -> None:
+def test_a_changed_skill_is_updated_in_place_keeping_the_users_edits(vault: Vault, claude: Path, project: Path) -> None:
     skills_index.index_skills(vault, project=project)
     rel = S + "deploy.md"
     nf = vault.read(rel)
