@@ -293,6 +293,10 @@ def _render_health(report: health_mod.Health) -> None:
         + ("" if emb.get("installed") else " (not installed: keyword-only)")
         + f"; index vectors: {emb.get('index_model') or 'none'}; service: {running}"
     )
+    auto = report.claude_memory
+    if auto:
+        state = "on" if auto.get("active") else "off"
+        out.print(f"Claude Code auto memory (this project): {state}, {plural(int(auto.get('files', 0)), 'file')}")
     if report.never_recalled:
         count = len(report.never_recalled)
         out.print(f"never recalled, older than gc.unrecalled_days ({count}; clean-up candidates, you decide):")

@@ -11,6 +11,7 @@ import os
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from . import analytics, embed, hookstate, indexing, journal, reflect, store
@@ -42,6 +43,7 @@ class Health:
     index: dict[str, Any] = field(default_factory=dict)  # stats, stale notes, recall tracking
     embedding: dict[str, Any] = field(default_factory=dict)  # configured model, index model, service
     never_recalled: list[str] = field(default_factory=list)  # clean-up candidates: old, never injected
+    claude_memory: dict[str, Any] = field(default_factory=dict)  # Claude Code's own auto memory, this project
     invalid: list[str] = field(default_factory=list)  # "path: reason"
     conflict_copies: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
@@ -53,8 +55,11 @@ class Health:
         return not self.problems
 
 
-def check(vault: Vault, *, service: bool = True, now: dt.datetime | None = None) -> Health:
-    """Look at everything; `service=False` skips asking the warm service (it answers within a second)."""
+def check(vault: Vault, *, service: bool = True, now: dt.datetime | None = None, project: Path | None = None) -> Health:
+    """Look at everything; `service=False` skips asking the warm service (it answers within a second).
+
+    `project` (default: the current directory) is the Claude Code project whose auto memory is checked.
+    """
     now = now or dt.datetime.now(dt.timezone.utc)
     listing = store.list_markdown(vault.root, vault.ignore)
     memory = [rel for rel in listing.notes if vault.in_memory(rel)]
@@ -82,6 +87,7 @@ def check(vault: Vault, *, service: bool = True, now: dt.datetime | None = None)
     index, counted = _index(vault, listing.notes, problems, warnings)
     embedding = _embedding(vault, index.get("model"), service, warnings)
     unrecalled = _never_recalled(entries, counted, index.get("recall_tracking_since"), vault.config, now)
+    auto_memory = _claude_memory(vault, project, warnings)
     for key, text in hookstate.warnings().items():  # recorded by the hooks' idle sweep
         if text not in warnings and key != "stale_reflection":  # computed above, from the same facts
             warnings.append(text)
@@ -102,6 +108,7 @@ def check(vault: Vault, *, service: bool = True, now: dt.datetime | None = None)
         index=index,
         embedding=embedding,
         never_recalled=unrecalled,
+        claude_memory=auto_memory,
         invalid=invalid,
         conflict_copies=copies,
         skipped=[f"{p}: {why}" for p, why in listing.skipped],
@@ -197,6 +204,20 @@ def _embedding(vault: Vault, index_model: Any, ask_service: bool, warnings: list
         warnings.append(
             f"the running service has {service['model']} loaded, the config names {configured}:"
             " run `memvault serve --stop` (it restarts with the new model on demand)"
+        )
+    return info
+
+
+def _claude_memory(vault: Vault, project: Path | None, warnings: list[str]) -> dict[str, Any]:
+    """Claude Code's built-in auto memory for the project: when it holds notes too, a fact can live in both."""
+    from . import claude_memory
+
+    info = claude_memory.status(project)
+    if info["active"] and info["files"] and vault.config.memory.enabled:
+        warnings.append(
+            f"Claude Code's auto memory is also active for this project ({plural(info['files'], 'file')} in"
+            f" {info['memory_dir']}): `memvault import-claude-memory` brings them in; autoMemoryEnabled: false"
+            " in ~/.claude/settings.json leaves MemoryVault as the only memory"
         )
     return info
 

@@ -21,6 +21,8 @@ def memvault_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[P
     """A private MEMVAULT_HOME per test; an embedding service a test (or its background jobs) started is stopped."""
     home = tmp_path / "memvault-home"
     monkeypatch.setenv("MEMVAULT_HOME", str(home))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude-config"))  # never the real ~/.claude
+    monkeypatch.delenv("CLAUDE_CODE_DISABLE_AUTO_MEMORY", raising=False)
     for var in (
         "MEMVAULT_VAULT",
         "MEMVAULT_CONFIG",

@@ -9,6 +9,7 @@ import sqlite3
 import time
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from memvault import analytics, health, hookstate, indexing, open_vault
@@ -175,3 +176,24 @@ def test_recall_counts_survive_a_full_reindex(vault_dir: Path, tmp_path: Path) -
     vault.reindex(full=True, vectors="none")
     with sqlite3.connect(path) as conn:
         assert conn.execute("SELECT count FROM recalls").fetchall() == [(3,)]
+
+
+def test_claude_codes_own_auto_memory_next_to_memvault_is_reported(
+    vault_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memvault import claude_memory
+
+    project = tmp_path / "project"
+    project.mkdir()
+    vault = open_vault(vault_dir)
+    assert not any("auto memory" in w for w in health.check(vault, service=False, project=project).warnings)
+    memory = claude_memory.memory_dir(project.resolve())
+    memory.mkdir(parents=True)
+    (memory / "MEMORY.md").write_text("- Use uv for environments\n", encoding="utf-8")
+    report = health.check(vault, service=False, project=project)
+    assert report.claude_memory["active"] and report.claude_memory["files"] == 1
+    assert any("auto memory is also active" in w for w in report.warnings)
+    monkeypatch.setenv("CLAUDE_CODE_DISABLE_AUTO_MEMORY", "1")
+    report = health.check(vault, service=False, project=project)
+    assert not report.claude_memory["active"]
+    assert not any("auto memory" in w for w in report.warnings)
