@@ -89,7 +89,7 @@ def install(
     if plan.writes_backup:
         out.print(f"{verb}back up the original to {escape(str(plan.backup))}")
     if plan.merge.added or plan.merge.updated:
-        out.print(f"  hooks run: {escape(plan.interpreter)} {escape(str(installer.HOOKS_DIR))}/<event>.py")
+        out.print(f"  hooks run: {escape(plan.interpreter)} {escape(str(installer.HOOKS_DIR))}/<hook>.py")
     for old in plan.stale_skills:
         out.print(f"{verb}remove the earlier skill {escape(str(old))}")
     if plan.skill_action != "unchanged":
@@ -151,4 +151,6 @@ def uninstall(scope: str, project: Path | None, dry_run: bool, as_json: bool) ->
         out.print(f"{verb}remove skill {escape(str(skill))}")
     if removal.backup_removed is not None:
         out.print(f"{verb}remove the backup {escape(str(removal.backup_removed))}")
+    if removal.backup_kept is not None:
+        out.print(f"the copy from before the install stays at {escape(str(removal.backup_kept))}")
     out.print("dry run: nothing was written" if dry_run else "uninstalled; your vault and config are untouched")

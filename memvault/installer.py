@@ -313,7 +313,18 @@ def _next_manifest(plan: Plan, old: dict[str, Any] | None, current: dict[str, An
         "interpreter": plan.interpreter,
         "events": [spec.event for spec in cs.HOOKS],
         "skill_dir": str(plan.skill_path.parent),
+        "created_dirs": sorted(set((old or {}).get("created_dirs") or []) | set(_missing_dirs(plan)), reverse=True),
     }
+
+
+def _missing_dirs(plan: Plan) -> list[str]:
+    """Folders the install creates (the skill's and its parents up to the first that exists), deepest first."""
+    missing = []
+    for folder in (plan.skill_path.parent, plan.target.settings.parent):
+        while not folder.exists() and folder != folder.parent:
+            missing.append(str(folder))
+            folder = folder.parent
+    return missing
 
 
 # ---- uninstall -------------------------------------------------------------------------------------
@@ -330,6 +341,8 @@ class Removal:
     skills: list[Path]
     backup_removed: Path | None
     manifest: Path | None
+    backup_kept: Path | None = None  # the pre-install copy, left in place when your later changes were kept
+    empty_dirs: list[str] = field(default_factory=list)  # folders install created, removed when left empty
 
     @property
     def changed(self) -> bool:
@@ -344,6 +357,7 @@ class Removal:
             "settings_action": self.settings_action,
             "removed_skills": [str(p) for p in self.skills],
             "backup_removed": str(self.backup_removed) if self.backup_removed else None,
+            "backup_kept": str(self.backup_kept) if self.backup_kept else None,
             "changed": self.changed,
         }
 
@@ -370,7 +384,18 @@ def plan_uninstall(target: Target) -> Removal:
             action, new_bytes = "rewritten", cs.dump(result.data, like=text).encode("utf-8")
     skills = our_skills(target.skills_dir)
     manifest_path = target.manifest() if manifest is not None else None
-    return Removal(target, list(result.removed), action, new_bytes, skills, backup_removed, manifest_path)
+    backup = Path(manifest["backup"]) if manifest and isinstance(manifest.get("backup"), str) else None
+    return Removal(
+        target,
+        list(result.removed),
+        action,
+        new_bytes,
+        skills,
+        backup_removed,
+        manifest_path,
+        backup_kept=backup if backup and backup != backup_removed and backup.exists() else None,
+        empty_dirs=list(manifest.get("created_dirs") or []) if manifest else [],
+    )
 
 
 def apply_uninstall(removal: Removal) -> None:
@@ -385,6 +410,9 @@ def apply_uninstall(removal: Removal) -> None:
         store.remove(removal.backup_removed)
     if removal.manifest is not None:
         store.remove(removal.manifest)
+    for folder in removal.empty_dirs:
+        with contextlib.suppress(OSError):
+            Path(folder).rmdir()  # only when empty
 
 
 def _original(manifest: dict[str, Any] | None) -> tuple[dict[str, Any], bytes | None] | None:
