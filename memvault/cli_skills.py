@@ -101,5 +101,11 @@ def import_claude_memory(
     )
     for note in report.notes:
         err.print(f"[yellow]note:[/] {escape(note)}")
+    auto = claude_memory.status(project)
+    if not all_projects and auto["active"]:
+        out.print(
+            "Claude Code's auto memory is still on for this project: it keeps its own copy, and new facts "
+            "reach MemoryVault only when you import again (autoMemoryEnabled: false turns it off)."
+        )
     for problem in report.errors:
         err.print(f"[yellow]skipped:[/] {escape(problem['path'])}: {escape(problem['error'])}")
