@@ -44,7 +44,7 @@ class Target:
         if scope == "project":
             base = (project or Path.cwd()).absolute() / ".claude"
         elif scope == "user":
-            base = cs.claude_dir()
+            base = cs.claude_dir().absolute()
         else:
             raise MemvaultError(f"unknown scope {scope!r}: user or project", code="usage")
         return cls(scope, base / "settings.json", base / "skills")
@@ -220,7 +220,7 @@ def plan_install(
 
     write_config, folders = False, []
     if vault is not None:
-        vault = vault.expanduser().absolute()
+        vault = Path(os.path.abspath(vault.expanduser()))
         if not vault.is_dir():
             raise MemvaultError(f"{vault} is not a folder: create the Obsidian vault first", code="no_vault")
         configured = config_mod.load(env={}).vault_root

@@ -173,6 +173,12 @@ def test_dump_keeps_the_files_indent_and_line_endings() -> None:
     assert cs.dump({"a": 1}) == '{\n  "a": 1\n}\n'
 
 
+def test_the_skills_command_on_windows_uses_forward_slashes_and_quotes_spaces() -> None:
+    assert installer.memvault_command(WIN_PY) == "C:/Users/Ann/AppData/Local/memvault/venv/Scripts/memvault.exe"
+    spaced = PureWindowsPath(r"C:\Users\Ann Lee\venv\Scripts\python.exe")
+    assert installer.memvault_command(spaced) == "'C:/Users/Ann Lee/venv/Scripts/memvault.exe'"
+
+
 def test_claude_dir_honours_claude_config_dir(tmp_path: Path) -> None:
     assert cs.claude_dir({"CLAUDE_CONFIG_DIR": str(tmp_path / "c")}) == tmp_path / "c"
     assert cs.claude_dir({}, home=tmp_path) == tmp_path / ".claude"
