@@ -1,5 +1,144 @@
-"""`memvault promote idea` and `memvault gc`: the idea ledger from the terminal."""
+"""`memvault idea`, `memvault promote idea` and `memvault gc`: the idea ledger from the terminal."""
 
 from __future__ import annotations
 
-from .cli import cli  # noqa: F401
+import datetime as dt
+import sys
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from . import ideas
+from .cli import _body, _print_json, _report, _State, cli, err, json_option, out, pass_state
+from .inject import plural
+
+
+@cli.command()
+@click.argument("title")
+@click.argument("body", required=False)
+@click.option("--group", "-g", help="Group folder under MemoryVault/ (default: personal-private).")
+@click.option("--slug", help="The incubator folder's name (default: made from the title).")
+@click.option("--tag", "-t", "tags", multiple=True, help="A tag besides `idea` (repeatable).")
+@json_option
+@pass_state
+def idea(
+    state: _State,
+    title: str,
+    body: str | None,
+    group: str | None,
+    slug: str | None,
+    tags: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """Park an idea: an incubator note `<group>/_idea-incubator/<slug>/_index.md` plus a section in Ideas.md.
+
+    BODY is the idea's text (`-` reads standard input; default: the title); its first two sentences become the
+    summary in Ideas.md. Both files are written together, or neither.
+    """
+    text = _body(body) if body is not None else title
+    result = ideas.capture(state.vault, title, text, slug=slug, group=group, tags=("idea", *tags))
+    _report(result, as_json)
+
+
+@cli.group()
+def promote() -> None:
+    """Promote an entry to the next stage (`promote idea SLUG`: an incubating idea becomes a project)."""
+
+
+@promote.command(name="idea")
+@click.argument("slug")
+@click.option("--group", "-g", help="The group whose incubator holds the idea (only needed when several do).")
+@json_option
+@pass_state
+def promote_idea(state: _State, slug: str, group: str | None, as_json: bool) -> None:
+    """Move an incubating idea's folder to MemoryVault/personal-projects/SLUG/ and mark it in Ideas.md.
+
+    Every file of the folder moves; `_index.md` gets `status: promoted` and `promoted: <date>`, and
+    the idea's Ideas.md section gets a `→ promoted <date> to [[…]]` line. One write: all or nothing.
+    """
+    outcome = ideas.promote(state.vault, slug, group=group)
+    if as_json:
+        _print_json(outcome.as_dict())
+        return
+    out.print(f"promoted: [bold]{escape(outcome.path)}[/] ({plural(len(outcome.files), 'file')})")
+    _render_outcome(outcome)
+
+
+def _render_outcome(outcome: ideas.Outcome, indent: str = "") -> None:
+    if outcome.section_marked:
+        out.print(f"{indent}{ideas.LEDGER}: section marked {outcome.action}")
+    if outcome.commit:
+        out.print(f"{indent}committed {outcome.commit[:10]}")
+    if outcome.warning:
+        err.print(f"[yellow]warning:[/] {escape(outcome.warning)}")
+
+
+@cli.command()
+@click.option("--months", type=click.IntRange(1), help="Untouched for this many months (default: gc.idea_months, 6).")
+@click.option("--ask", is_flag=True, help="Ask even when standard input is not a terminal (answers piped in).")
+@json_option
+@pass_state
+def gc(state: _State, months: int | None, ask: bool, as_json: bool) -> None:
+    """List incubating ideas untouched for N months and ask, for each, Keep / Archive / Delete.
+
+    Untouched means no file of the idea's folder changed and its `updated` date is older. Archive
+    moves the folder to _archive/ (status archived), Delete removes it after a second confirmation;
+    both mark the idea's Ideas.md section. Nothing changes without your answer: with --json, or when
+    standard input is not a terminal (without --ask), the ideas are only listed.
+    """
+    vault = state.vault
+    months = months or vault.config.gc.idea_months
+    old = ideas.stale(vault, months)
+    if as_json:
+        _print_json({"months": months, "ideas": [i.as_dict() for i in old]})
+        return
+    if not old:
+        out.print(f"no incubating idea untouched for {plural(months, 'month')}")
+        return
+    _render_ideas(old, months)
+    if not (ask or sys.stdin.isatty()):
+        out.print("standard input is not a terminal: nothing changed (run `memvault gc` in a terminal, or with --ask)")
+        return
+    done: list[tuple[str, ideas.Idea, ideas.Outcome | None]] = []
+    try:
+        for item in old:
+            done.append(_ask(state, item))
+    except click.Abort:
+        out.print("\nstopped: the remaining ideas are kept")
+    _summary(done, len(old))
+
+
+def _ask(state: _State, item: ideas.Idea) -> tuple[str, ideas.Idea, ideas.Outcome | None]:
+    choices = click.Choice(["k", "a", "d", "keep", "archive", "delete"], case_sensitive=False)
+    answer = click.prompt(f"{item.slug}: [k]eep, [a]rchive or [d]elete?", type=choices, default="k", show_choices=False)
+    answer = answer.lower()[0]
+    if answer == "k":
+        return "kept", item, None
+    if answer == "a":
+        return "archived", item, ideas.archive(state.vault, item)
+    if not click.confirm(f"Delete {item.folder}/ and every file in it?", default=False):
+        return "kept", item, None
+    return "deleted", item, ideas.delete(state.vault, item)
+
+
+def _render_ideas(old: list[ideas.Idea], months: int) -> None:
+    table = Table(title=f"Incubating ideas untouched for {plural(months, 'month')}")
+    for column in ("idea", "title", "last touched", "in Ideas.md"):
+        table.add_column(column)
+    for item in old:
+        touched = item.last_touched.astimezone().date().isoformat()
+        table.add_row(escape(item.slug), escape(item.title), touched, "yes" if item.section_present else "no")
+    out.print(table)
+
+
+def _summary(done: list[tuple[str, ideas.Idea, ideas.Outcome | None]], listed: int) -> None:
+    counts = {a: sum(1 for action, _, _ in done if action == a) for a in ("kept", "archived", "deleted")}
+    counts["kept"] += listed - len(done)
+    out.print(", ".join(f"{plural(n, 'idea')} {a}" for a, n in counts.items() if n) + f" ({dt.date.today()})")
+    for action, item, outcome in done:
+        if outcome is None:
+            continue
+        where = f" → {escape(outcome.path)}" if outcome.path else ""
+        out.print(f"  {action}: {escape(item.folder)}/{where}")
+        _render_outcome(outcome, "    ")

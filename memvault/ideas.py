@@ -165,7 +165,7 @@ def ideas_in(vault: Vault, statuses: Iterable[str] | None = ("incubating",)) -> 
         if wanted is not None and status not in wanted:
             continue
         folder = rel.rsplit("/", 1)[0]
-        touched = max([_file_time(index.parent), *(_meta_time(meta.get(k)) for k in ("updated", "created"))])
+        touched = max(_file_time(index.parent), _meta_time(meta.get("updated") or meta.get("created")))
         present = find_section(ledger, link_target(folder)) is not None
         found.append(Idea(index.parent.name, rel.split("/")[1], rel, nf.title, status, touched, present))
     return found
@@ -195,6 +195,10 @@ def find(vault: Vault, slug: str, group: str | None = None) -> Idea:
     if len(matches) > 1:
         groups = ", ".join(i.group for i in matches)
         raise MemvaultError(f"idea {slug!r} is in several groups ({groups}): give --group", code="usage")
+    promoted = vault.root / vault.folder / PROJECTS / slug / INDEX
+    if not matches and notes.slugify(slug) == slug and promoted.is_file():
+        rel = promoted.relative_to(vault.root).as_posix()
+        raise MemvaultError(f"idea {slug!r} is no longer in the incubator: it was promoted to {rel}", code="conflict")
     if not matches:
         close = difflib.get_close_matches(slug, [i.slug for i in every], n=3, cutoff=0.5)
         close += [i.slug for i in every if slug in i.slug and i.slug not in close][: 3 - len(close)]
