@@ -152,7 +152,9 @@ class MergeResult:
 def merge(settings: Mapping[str, Any], entries: Mapping[str, dict[str, Any]]) -> MergeResult:
     """`settings` with exactly one group of ours per event; other keys, groups and handlers untouched and in order."""
     data = copy.deepcopy(dict(settings))
-    hooks = data.setdefault("hooks", {})
+    if not isinstance(data.get("hooks"), dict):  # missing, or null
+        data["hooks"] = {}
+    hooks = data["hooks"]
     added, updated, unchanged = [], [], []
     for event, wanted in entries.items():
         groups = hooks.get(event)

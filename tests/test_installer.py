@@ -108,6 +108,12 @@ def test_merge_keeps_other_tools_hooks_and_key_order() -> None:
     assert before == settings_with_theirs()  # the input is not modified
 
 
+def test_merge_into_empty_or_null_hooks() -> None:
+    for settings in ({}, {"hooks": None}, {"hooks": {}}):
+        data = cs.merge(settings, cs.hook_entries(NEW_PY, NEW_HOOKS)).data
+        assert cs.installed_events(data) == SCRIPTS and list(data) == ["hooks"]
+
+
 def test_merge_again_changes_nothing() -> None:
     once = cs.merge(settings_with_theirs(), cs.hook_entries(NEW_PY, NEW_HOOKS))
     twice = cs.merge(once.data, cs.hook_entries(NEW_PY, NEW_HOOKS))
