@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import chunking, notes, router, secrets, store
+from . import chunking, client, indexing, notes, router, secrets, store
+from . import recall as recall_mod
 from .errors import MemvaultError
 from .model import REVIEW
 from .reflect_pass import _slug, _term_share
@@ -321,6 +322,7 @@ class _Importer:
         self.thresholds = router.Thresholds.from_settings(vault.config.reflection)
         self.group = vault.config.vault.default_group
         self.planned: set[str] = set()
+        self.synced = False
 
     def one(self, fact: Fact) -> None:
         report = self.report
@@ -376,13 +378,10 @@ class _Importer:
         """The existing note this fact nearly duplicates (reflection's recall and thresholds), if any."""
         query = f"{fact.title}\n\n{fact.body}"
         try:
-            result = self.vault.recall(
-                query, 3, include_inbox=True, wait_service=self.wait_service, budget_ms=RECALL_BUDGET_MS
-            )
+            result = self._recall(query)
         except (MemvaultError, OSError) as exc:
             self.report.notes.append(f"recall failed, no duplicate check for {fact.title!r}: {exc}")
             return None
-        self.wait_service = 0.0  # waited once per run at most
         if not result.hits:
             return None
         hit = result.hits[0]
@@ -400,6 +399,23 @@ class _Importer:
         if similarity < duplicate_at:
             return None
         return {"of": hit.path, "similarity": round(similarity, 3), "measure": nearest.measure}
+
+    def _recall(self, query: str) -> recall_mod.Result:
+        """The first recall of a run syncs the index with the notes and may wait for the embedding service;
+        later ones query the index as it is (the import's own writes refresh it), as reflection does.
+        """
+        if not self.synced:
+            self.synced = True
+            return self.vault.recall(
+                query, 3, include_inbox=True, wait_service=self.wait_service, budget_ms=RECALL_BUDGET_MS
+            )
+        settings = self.vault.config.recall
+        options = recall_mod.Options(
+            k=3, include_inbox=True, fusion=settings.fusion, vector_weight=settings.vector_weight,
+            keyword_weight=settings.keyword_weight, budget_ms=RECALL_BUDGET_MS,
+        )  # fmt: skip
+        return recall_mod.recall_file(indexing.index_file(self.vault.root, self.vault.config), query, options,
+                                      client.query_vector)  # fmt: skip
 
     def _free(self, folder: str, slug: str) -> str:
         rel, n = f"{folder}/{slug}.md", 2

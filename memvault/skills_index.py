@@ -20,10 +20,12 @@ SOURCE = "skills-index"
 MAX_SKILL_BYTES = 512 * 1024  # a SKILL.md bigger than this is reported, not read
 EXCERPT_CHARS = 700  # how much of a skill's body goes into its entry
 DESCRIPTION_CHARS = 1_536  # Claude Code cuts description + when_to_use at this length in its listing
+ARCHIVED_BY = "archived_by"  # set to SOURCE when the indexer archived an entry: it may make it active again
 NOTES_HEADING = "## My notes"  # from this heading on, an entry's body is the user's and survives re-indexing
-# Frontmatter keys the indexer owns: rewritten when the skill changes. Every other key is the user's.
+# Frontmatter keys the indexer owns: rewritten when the skill changes. Every other key is the user's;
+# `status` only when the indexer archived the entry itself (ARCHIVED_BY).
 OWNED = (
-    "status", "name", "description", "when_to_use", "scope", "command", "skill_id", "skill_file", "skill_hash",
+    "name", "description", "when_to_use", "scope", "command", "skill_id", "skill_file", "skill_hash",
     "project", "plugin", "marketplace", "plugin_version", "indexed_on",
 )  # fmt: skip
 _VERSION = re.compile(r"v?(\d+(?:\.\d+)*)(?:[-+].*)?")
@@ -205,10 +207,9 @@ def _text(value: Any) -> str:
 
 
 def entry_meta(skill: Skill) -> dict[str, Any]:
-    """The frontmatter keys the indexer owns for one skill (`status` included)."""
+    """The frontmatter keys the indexer owns for one skill."""
     loc = skill.location
     meta: dict[str, Any] = {
-        "status": "active",
         "name": skill.name,
         "description": skill.description,
         "when_to_use": skill.when_to_use,
@@ -283,7 +284,7 @@ def index_skills(
     for skill_id, (rel, meta) in sorted(existing.items()):
         if skill_id not in present and _in_reach(meta, project) and meta.get("status") != "archived":
             if not dry_run:
-                vault.update(rel, meta={"status": "archived"}, op="index-skills")
+                vault.update(rel, meta={"status": "archived", ARCHIVED_BY: SOURCE}, op="index-skills")
             report.archived.append(rel)
     return report
 
@@ -313,13 +314,17 @@ def _one(
         report.created.append(rel)
         return
     rel, old = known
-    same = all(old.get(k) == meta.get(k) for k in ("skill_hash", "skill_file", "status", "plugin_version"))
-    if same:
+    revive = old.get("status") == "archived" and old.get(ARCHIVED_BY) == SOURCE  # the skill is back
+    same = all(old.get(k) == meta.get(k) for k in ("skill_hash", "skill_file", "plugin_version"))
+    if same and not revive:
         report.unchanged.append(rel)
         return
     if not report.dry_run:
         body = entry_body(skill, kept_notes(vault.read(rel).note.body))
         gone = [k for k in OWNED if k not in meta and k in old]
+        if revive:
+            meta["status"] = "active"
+            gone.append(ARCHIVED_BY)
         vault.update(rel, meta=meta, remove=gone, body=body, op="index-skills")
     report.updated.append(rel)
 

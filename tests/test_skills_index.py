@@ -157,11 +157,25 @@ def test_a_removed_skill_is_archived_never_deleted_and_comes_back(vault: Vault, 
     report = skills_index.index_skills(vault, project=project)
     assert report.archived == [S + "deploy.md"]
     assert meta(vault, S + "deploy.md")["status"] == "archived"
+    assert meta(vault, S + "deploy.md")["archived_by"] == "skills-index"
     assert skills_index.index_skills(vault, project=project).archived == []  # already archived: no write
 
     write(skill, DEPLOY)
     report = skills_index.index_skills(vault, project=project)
     assert report.updated == [S + "deploy.md"] and meta(vault, S + "deploy.md")["status"] == "active"
+    assert "archived_by" not in meta(vault, S + "deploy.md")
+
+
+def test_an_entry_the_user_archived_stays_archived(vault: Vault, claude: Path, project: Path) -> None:
+    skills_index.index_skills(vault, project=project)
+    vault.update(S + "deploy.md", meta={"status": "archived"})  # "do not recall this one"
+    report = skills_index.index_skills(vault, project=project)
+    assert S + "deploy.md" in report.unchanged and meta(vault, S + "deploy.md")["status"] == "archived"
+    write(claude / "skills" / "deploy" / "SKILL.md", DEPLOY.replace("staging", "prod"))
+    assert skills_index.index_skills(vault, project=project).updated == [S + "deploy.md"]
+    assert (
+        meta(vault, S + "deploy.md")["status"] == "archived" and "prod" in meta(vault, S + "deploy.md")["description"]
+    )
 
 
 def test_another_projects_skills_are_left_alone(vault: Vault, claude: Path, project: Path, tmp_path: Path) -> None:
