@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from . import installer
+from . import installer, skillfile
 from . import paths as paths_mod
 from .cli import _print_json, cli, err, json_option, out
 
@@ -36,7 +36,7 @@ _dry_run = click.option("--dry-run", is_flag=True, help="Show what would change;
 )
 @click.option(
     "--skill-name",
-    default=installer.DEFAULT_SKILL,
+    default=skillfile.DEFAULT_SKILL,
     show_default=True,
     help="The skill's slash command. 'memory' clashes with Claude Code's built-in /memory.",
 )

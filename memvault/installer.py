@@ -12,7 +12,6 @@ import contextlib
 import hashlib
 import json
 import os
-import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath, PureWindowsPath
@@ -20,15 +19,11 @@ from typing import Any
 
 from . import claude_settings as cs
 from . import config as config_mod
-from . import notes, paths, store
+from . import paths, skillfile, store
 from .errors import MemvaultError
 
-DEFAULT_SKILL = "memvault"
-MARKER = "memvault"  # frontmatter `metadata.managed-by` of a skill this installer wrote
 BACKUP_SUFFIX = ".memvault-backup"
-SKILL_TEMPLATE = Path(__file__).resolve().parent / "skill" / "SKILL.md"
 HOOKS_DIR = Path(__file__).resolve().parent / "hooks"
-_SKILL_NAME = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")
 
 
 @dataclass
@@ -114,72 +109,19 @@ class Plan:
         }
 
 
-# ---- the skill -------------------------------------------------------------------------------------
-
-
-def check_skill_name(name: str) -> str:
-    if not _SKILL_NAME.match(name):
-        raise MemvaultError(
-            f"skill name {name!r}: use lowercase letters, digits and hyphens (at most 64 characters)", code="usage"
-        )
-    return name
-
-
-def render_skill(name: str, command: str) -> str:
-    """The skill template with its name and the memvault command it runs."""
-    allowed = f"Bash({command} *)"
-    text = SKILL_TEMPLATE.read_text(encoding="utf-8")
-    return (
-        text.replace("{{name}}", name)
-        .replace("{{allowed_tools}}", json.dumps(allowed, ensure_ascii=False))
-        .replace("{{memvault}}", command)
-    )
-
-
-def memvault_command(interpreter: PurePath) -> str:
-    """The memvault executable next to the interpreter, as a Bash command word (quoted when needed)."""
-    windows = isinstance(interpreter, PureWindowsPath)
-    exe = interpreter.parent / ("memvault.exe" if windows else "memvault")
-    native = windows == (os.name == "nt")
-    if native and not Path(exe).exists():  # no console script (a bare checkout): run the package instead
-        return " ".join(_quote(part) for part in (interpreter.as_posix(), "-m", "memvault"))
-    return _quote(exe.as_posix())  # Claude Code's Bash tool is Git Bash on Windows: forward slashes work there
-
-
-def _quote(word: str) -> str:
-    return word if re.fullmatch(r"[\w@%+=:,./-]+", word) else "'" + word.replace("'", "'\"'\"'") + "'"
-
-
-def is_our_skill(skill_file: Path) -> bool:
-    """True when `skill_file` carries our marker in its frontmatter `metadata` (the name does not matter)."""
-    try:
-        meta = notes.parse(skill_file.read_text(encoding="utf-8")).meta
-    except (OSError, UnicodeDecodeError, MemvaultError):
-        return False
-    metadata = meta.get("metadata")
-    return isinstance(metadata, dict) and metadata.get("managed-by") == MARKER
-
-
-def our_skills(skills_dir: Path) -> list[Path]:
-    """Every skill folder under `skills_dir` that this installer wrote."""
-    if not skills_dir.is_dir():
-        return []
-    return sorted(d for d in skills_dir.iterdir() if (d / "SKILL.md").is_file() and is_our_skill(d / "SKILL.md"))
-
-
 # ---- install ---------------------------------------------------------------------------------------
 
 
 def plan_install(
     target: Target,
     *,
-    skill_name: str = DEFAULT_SKILL,
+    skill_name: str = skillfile.DEFAULT_SKILL,
     vault: Path | None = None,
     interpreter: PurePath | None = None,
     hooks_dir: PurePath | None = None,
 ) -> Plan:
     """Read the current state and work out every change; writes nothing."""
-    check_skill_name(skill_name)
+    skillfile.check_skill_name(skill_name)
     interpreter = interpreter or _this_interpreter()
     cs.check_interpreter(interpreter)
     hooks_dir = hooks_dir or HOOKS_DIR
@@ -202,8 +144,8 @@ def plan_install(
         )
 
     skill_path = target.skills_dir / skill_name / "SKILL.md"
-    skill_text = render_skill(skill_name, memvault_command(interpreter))
-    if skill_path.exists() and not is_our_skill(skill_path):
+    skill_text = skillfile.render_skill(skill_name, skillfile.memvault_command(interpreter))
+    if skill_path.exists() and not skillfile.is_our_skill(skill_path):
         raise MemvaultError(
             f"{skill_path.parent} exists and was not written by memvault; choose another name with --skill-name",
             code="install",
@@ -216,7 +158,7 @@ def plan_install(
     skill_action = (
         "created" if old_skill is None else "unchanged" if old_skill == skill_text.encode("utf-8") else "updated"
     )
-    stale = [d for d in our_skills(target.skills_dir) if d != skill_path.parent]
+    stale = [d for d in skillfile.our_skills(target.skills_dir) if d != skill_path.parent]
 
     write_config, folders = False, []
     if vault is not None:
@@ -265,7 +207,7 @@ def apply(plan: Plan) -> None:
             store.atomic_write(plan.backup, plan.before)
         store.atomic_write(real, plan.after.encode("utf-8"))
     for old in plan.stale_skills:
-        _remove_skill(old)
+        skillfile.remove_skill(old)
     if plan.skill_action != "unchanged":
         store.atomic_write(plan.skill_path, plan.skill_text.encode("utf-8"))
     if plan.vault is not None and (plan.write_config or plan.vault_folders):
@@ -382,7 +324,7 @@ def plan_uninstall(target: Target) -> Removal:
                 backup_removed = Path(manifest["backup"]) if manifest and manifest.get("backup") else None
         else:
             action, new_bytes = "rewritten", cs.dump(result.data, like=text).encode("utf-8")
-    skills = our_skills(target.skills_dir)
+    skills = skillfile.our_skills(target.skills_dir)
     manifest_path = target.manifest() if manifest is not None else None
     backup = Path(manifest["backup"]) if manifest and isinstance(manifest.get("backup"), str) else None
     return Removal(
@@ -405,7 +347,7 @@ def apply_uninstall(removal: Removal) -> None:
     elif removal.new_bytes is not None:
         store.atomic_write(_real(settings), removal.new_bytes)
     for skill in removal.skills:
-        _remove_skill(skill)
+        skillfile.remove_skill(skill)
     if removal.backup_removed is not None:
         store.remove(removal.backup_removed)
     if removal.manifest is not None:
@@ -451,12 +393,6 @@ def _read(path: Path) -> bytes | None:
 def _real(path: Path) -> Path:
     """Write through a symlinked settings file (dotfile managers) instead of replacing the link."""
     return Path(os.path.realpath(path)) if path.is_symlink() else path
-
-
-def _remove_skill(folder: Path) -> None:
-    store.remove(folder / "SKILL.md")
-    with contextlib.suppress(OSError):
-        folder.rmdir()  # only when empty: files the user added stay
 
 
 def _load_manifest(target: Target) -> dict[str, Any] | None:

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from memvault import claude_settings as cs
-from memvault import installer, notes
+from memvault import notes, skillfile
 from memvault.cli import cli
 from memvault.errors import MemvaultError
 
@@ -180,9 +180,9 @@ def test_dump_keeps_the_files_indent_and_line_endings() -> None:
 
 
 def test_the_skills_command_on_windows_uses_forward_slashes_and_quotes_spaces() -> None:
-    assert installer.memvault_command(WIN_PY) == "C:/Users/Ann/AppData/Local/memvault/venv/Scripts/memvault.exe"
+    assert skillfile.memvault_command(WIN_PY) == "C:/Users/Ann/AppData/Local/memvault/venv/Scripts/memvault.exe"
     spaced = PureWindowsPath(r"C:\Users\Ann Lee\venv\Scripts\python.exe")
-    assert installer.memvault_command(spaced) == "'C:/Users/Ann Lee/venv/Scripts/memvault.exe'"
+    assert skillfile.memvault_command(spaced) == "'C:/Users/Ann Lee/venv/Scripts/memvault.exe'"
 
 
 def test_claude_dir_honours_claude_config_dir(tmp_path: Path) -> None:
@@ -225,7 +225,7 @@ def test_install_creates_settings_and_skill_and_uninstall_removes_all_of_it(clau
     assert handler["command"] == os.path.abspath(sys.executable)
     assert Path(handler["args"][0]) == REPO / "memvault" / "hooks" / "session_start.py"
     skill = claude / "skills" / "memvault" / "SKILL.md"
-    assert installer.is_our_skill(skill)
+    assert skillfile.is_our_skill(skill)
     assert "add hook SessionStart" in result.output and "memvault init PATH" in result.output  # no vault yet
     assert not (claude / "settings.json.memvault-backup").exists()  # nothing to back up
     assert list((memvault_home / "state" / "installs").iterdir())
@@ -351,7 +351,7 @@ def test_project_scope_writes_into_the_project(claude: Path, tmp_path: Path) -> 
     project.mkdir()
     assert run("install", "--scope", "project", "--project", str(project)).exit_code == 0
     assert cs.installed_events(read_json(project / ".claude" / "settings.json")) == SCRIPTS
-    assert installer.is_our_skill(project / ".claude" / "skills" / "memvault" / "SKILL.md")
+    assert skillfile.is_our_skill(project / ".claude" / "skills" / "memvault" / "SKILL.md")
     assert not claude.exists()
     assert run("uninstall", "--scope", "project", "--project", str(project)).exit_code == 0
     assert not (project / ".claude").exists()
@@ -372,7 +372,7 @@ def test_rendered_skill_names_itself_and_runs_this_installs_memvault(claude: Pat
     run("install", "--skill-name", "mem")
     text = (claude / "skills" / "mem" / "SKILL.md").read_text(encoding="utf-8")
     meta = notes.parse(text).meta
-    command = installer.memvault_command(PurePosixPath(os.path.abspath(sys.executable)))
+    command = skillfile.memvault_command(PurePosixPath(os.path.abspath(sys.executable)))
     assert Path(command.split()[0]).is_absolute()
     assert meta["name"] == "mem" and meta["allowed-tools"] == f"Bash({command} *)"
     assert meta["metadata"]["managed-by"] == "memvault"
@@ -382,7 +382,7 @@ def test_rendered_skill_names_itself_and_runs_this_installs_memvault(claude: Pat
 
 
 def test_the_skill_documents_every_command() -> None:
-    text = installer.render_skill("memvault", "mv")
+    text = skillfile.render_skill("memvault", "mv")
     missing = [name for name in cli.commands if f"mv {name}" not in text]  # type: ignore[attr-defined]
     assert not missing, f"document these in memvault/skill/SKILL.md: {missing}"
     for name in ("init", "save", "evolve", "recall", "search", "list", "show", "reflect", "review", "inbox"):
@@ -395,9 +395,9 @@ def test_the_skill_documents_every_command() -> None:
 
 def test_the_plugin_copy_is_the_template_with_the_default_name() -> None:
     plugin_copy = (REPO / "skills" / "memory" / "SKILL.md").read_text(encoding="utf-8")
-    assert plugin_copy == installer.render_skill(installer.DEFAULT_SKILL, "memvault"), (
-        'regenerate: python -c "from memvault import installer; from pathlib import Path; '
-        "Path('skills/memory/SKILL.md').write_text(installer.render_skill('memvault', 'memvault'))\""
+    assert plugin_copy == skillfile.render_skill(skillfile.DEFAULT_SKILL, "memvault"), (
+        'regenerate: python -c "from memvault import skillfile; from pathlib import Path; '
+        "Path('skills/memory/SKILL.md').write_text(skillfile.render_skill('memvault', 'memvault'))\""
     )
 
 
@@ -405,7 +405,7 @@ def test_skill_name_memory_warns_about_the_builtin(claude: Path) -> None:
     result = CliRunner().invoke(cli, ["install", "--skill-name", "memory"])
     assert result.exit_code == 0
     assert "clashes with Claude Code's built-in /memory" in result.stderr
-    assert installer.is_our_skill(claude / "skills" / "memory" / "SKILL.md")
+    assert skillfile.is_our_skill(claude / "skills" / "memory" / "SKILL.md")
 
 
 def test_a_skill_folder_that_is_not_ours_is_refused(claude: Path) -> None:
