@@ -244,3 +244,13 @@ def test_cli_import_json_then_human(vault_dir: Path, claude: Path, project: Path
     assert len(imported(open_vault(vault_dir))) == 5
     result = runner.invoke(cli, [*args, "--all"])
     assert result.exit_code == 2 and "not both" in result.output
+
+
+def test_an_imported_entry_you_delete_is_not_imported_again(vault: Vault, claude: Path, project: Path) -> None:
+    first = claude_memory.import_memory(vault, project=project, review=True)
+    rejected = next(rel for rel in first.created if "release-freeze" in rel)
+    vault.remove(rejected, reason="rejected in review")
+    report = claude_memory.import_memory(vault, project=project)
+    assert report.created == [] and len(report.unchanged) == 4
+    assert [s["key"].rsplit("/", 1)[-1] for s in report.skipped] == ["project_freeze.md"]
+    assert "deleted from the vault" in report.skipped[0]["reason"]
