@@ -97,7 +97,7 @@ def import_claude_memory(
     out.print(
         f"{verb} {plural(len(report.created), 'entry')} into {where} from {plural(len(report.folders), 'folder')}; "
         f"{len(report.updated)} updated, {len(report.unchanged)} already imported, "
-        f"{len(report.duplicates)} near-duplicates skipped"
+        f"{plural(len(report.duplicates), 'near-duplicate')} skipped"
     )
     for note in report.notes:
         err.print(f"[yellow]note:[/] {escape(note)}")
