@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import sys
+from pathlib import Path
 
 import click
 from rich.markup import escape
@@ -11,7 +12,9 @@ from rich.table import Table
 
 from . import ideas
 from .cli import _body, _print_json, _report, _State, cli, err, json_option, out, pass_state
+from .errors import MemvaultError
 from .inject import plural
+from .vault import Vault
 
 
 @cli.command()
@@ -34,11 +37,26 @@ def idea(
     """Park an idea: an incubator note `<group>/_idea-incubator/<slug>/_index.md` plus a section in Ideas.md.
 
     BODY is the idea's text (`-` reads standard input; default: the title); its first two sentences become the
-    summary in Ideas.md. Both files are written together, or neither.
+    summary in Ideas.md; up to three related notes found by recall are linked in `related:`. Both
+    files are written together, or neither.
     """
     text = _body(body) if body is not None else title
-    result = ideas.capture(state.vault, title, text, slug=slug, group=group, tags=("idea", *tags))
+    related = _related(state.vault, title, text)
+    meta = {"related": related} if related else None
+    result = ideas.capture(state.vault, title, text, slug=slug, group=group, tags=("idea", *tags), meta=meta)
     _report(result, as_json)
+
+
+def _related(vault: Vault, title: str, text: str) -> list[str]:
+    """Wikilinks to the existing notes most related to the idea, chosen as reflection chooses them."""
+    from .reflect_pass import RELATED_COSINE, RELATED_KEYWORD
+
+    try:
+        hits = vault.recall(f"{title}\n\n{text}", 5).hits
+    except (MemvaultError, OSError):
+        return []
+    close = [h for h in hits if h.vec_score >= RELATED_COSINE or h.kw_score >= RELATED_KEYWORD]
+    return [f"[[{Path(h.path).stem}]]" for h in close if h.path != ideas.LEDGER][:3]
 
 
 @cli.group()
@@ -139,6 +157,6 @@ def _summary(done: list[tuple[str, ideas.Idea, ideas.Outcome | None]], listed: i
     for action, item, outcome in done:
         if outcome is None:
             continue
-        where = f" → {escape(outcome.path)}" if outcome.path else ""
-        out.print(f"  {action}: {escape(item.folder)}/{where}")
+        where = f" → {escape(outcome.path.rsplit('/', 1)[0])}/" if outcome.path else f" ({escape(item.folder)}/)"
+        out.print(f"  {action} {escape(item.slug)}{where}")
         _render_outcome(outcome, "    ")

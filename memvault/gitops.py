@@ -39,6 +39,10 @@ def repo_root(path: Path) -> Path | None:
 
 def commit(root: Path, paths: list[str], message: str) -> str | None:
     """Commit exactly `paths` (vault-relative) with `message`; None when nothing changed."""
+    tracked = set(_git(root, "ls-files", "-z", "--", *paths).split("\0"))
+    paths = [p for p in paths if p in tracked or os.path.lexists(root / p)]  # not a file never committed, now gone
+    if not paths:
+        return None
     _git(root, "add", "-A", "--", *paths)
     staged = _git(root, "diff", "--cached", "--name-only", "--no-renames", "--relative", "--", *paths).split("\n")
     changed = [p for p in staged if p]

@@ -166,6 +166,17 @@ def test_promote_moves_the_whole_folder_marks_the_section_and_updates_the_index(
     assert ideas.incubating(vault) == [i for i in ideas.incubating(vault) if i.slug != "flaky-test-radar"]
 
 
+def test_promote_in_git_commits_once_even_with_a_file_never_committed(git_vault: Vault) -> None:
+    vault = git_vault
+    ideas.capture(vault, "Flaky test radar", BODY)
+    (vault.root / INC / "flaky-test-radar" / "research.md").write_text("# Research\n")  # untracked
+    outcome = ideas.promote(vault, "flaky-test-radar")
+    assert outcome.commit and outcome.warning is None
+    assert git(vault.root, "status", "--porcelain") == ""
+    changed = git(vault.root, "show", "--name-only", "--no-renames", "--format=", "HEAD").split()
+    assert sorted(changed) == sorted(["Ideas.md", f"{INC}/flaky-test-radar/_index.md", *outcome.files])
+
+
 def test_promote_errors_are_clear_and_change_nothing(vault_dir: Path) -> None:
     vault = open_vault(vault_dir)
     ideas.capture(vault, "Flaky test radar", BODY)
