@@ -154,9 +154,10 @@ def confidence_route(candidate: CandidateLike, sessions_seen: int, review_mode: 
 
 
 def route_idea(candidate: CandidateLike, nearest: Nearest | None, thresholds: Thresholds = Thresholds()) -> Route:
-    """An idea becomes an incubator note, unless the same idea is already there.
+    """An idea goes to the idea ledger, unless the same idea is already in the incubator.
 
-    The one place the idea ledger (Ideas.md) will replace; `nearest` is the closest incubator note.
+    `nearest` is the closest incubator note. The IDEA route is written by `ideas.capture`: the
+    incubator note and its Ideas.md section, together.
     """
     if nearest is not None:
         duplicate_at, _ = thresholds.band(nearest)
