@@ -37,7 +37,7 @@ class Idea:
     path: str  # vault-relative `_index.md`
     title: str
     status: str
-    last_touched: dt.datetime  # timezone-aware: the latest file mtime in the folder, or `updated`/`created`
+    last_touched: dt.datetime  # aware: the later of the newest file mtime in the folder and `updated` (or `created`)
     section_present: bool  # a section of Ideas.md links to the incubator note
 
     @property
@@ -303,7 +303,6 @@ def _relocate(vault: Vault, idea: Idea, dest: str | None, action: str, meta: Map
     section = {"marked": False}
 
     def plan() -> list[journal.FileOp]:
-        section["marked"] = False  # `plan` runs once, but after a replay the ledger is read afresh
         files = _folder_files(vault, idea.folder)
         if not any(rel.endswith(f"/{INDEX}") and rel.count("/") == idea.folder.count("/") + 1 for rel, _ in files):
             raise SafetyError(f"{idea.path}: no such note", code="missing", path=idea.path)
