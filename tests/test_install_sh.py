@@ -39,6 +39,10 @@ def _env(home: Path) -> dict[str, str]:
         XDG_STATE_HOME=str(home / ".local/state"),
         XDG_CACHE_HOME=str(home / ".cache"),
     )
+    # The real user's pip config (a registry mirror, certificates) still applies with the throwaway HOME.
+    for config in (Path.home() / ".config/pip/pip.conf", Path.home() / ".pip/pip.conf"):
+        if "PIP_CONFIG_FILE" not in env and config.is_file():
+            env["PIP_CONFIG_FILE"] = str(config)
     return env
 
 
