@@ -129,7 +129,8 @@ def session_start(payload: dict[str, Any], settings: dict[str, Any], record: dic
     kept = hookstate.injected(session)["recalled"] if source == "resume" else []
     hookstate.save_injected(session, {"always": shown, "recalled": kept})
     record.update(injected=[{"path": p} for p in shown], always_load=len(entries))
-    _background("start")
+    cwd = info["cwd"]
+    _background("start", *(["--project", cwd] if cwd and Path(cwd).is_absolute() else []))
     notes = [f"Loaded {inject.plural(len(shown), 'MemoryVault always-load entry')}"] if shown else []
     counts = inject.pending_counts(root, folder)
     if counts["review"]:

@@ -27,6 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--session")
     parser.add_argument("--transcript")
     parser.add_argument("--final", action="store_true")
+    parser.add_argument("--project", help="the session's working directory (its .claude/skills are indexed)")
     args = parser.parse_args(argv)
     started = time.monotonic()
     record: dict[str, Any] = {"hook": f"job:{args.job}", "session": args.session, "result": "success"}
@@ -38,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
             vault = open_vault(config=config)
             record["recalls_counted"] = fold_recalls(vault)  # before the sweep prunes old log files
             if args.job == "start":
-                record.update(warm_up(vault))
+                record.update(warm_up(vault, Path(args.project) if args.project else None))
             elif args.job == "reflect":
                 transcript = Path(args.transcript or "")
                 record.update(reflect_session(vault, args.session or "unknown", transcript, args.final))
@@ -68,8 +69,8 @@ def fold_recalls(vault: Vault) -> int | str:
         return f"failed: {type(exc).__name__}: {exc}"[:200]
 
 
-def warm_up(vault: Vault) -> dict[str, Any]:
-    """SessionStart's background half: the embedding service, an incremental reindex, crashed sessions."""
+def warm_up(vault: Vault, project: Path | None = None) -> dict[str, Any]:
+    """SessionStart's background half: the embedding service, an incremental reindex, crashed sessions, skills."""
     from . import indexing
     from .errors import MemvaultError
 
@@ -83,7 +84,19 @@ def warm_up(vault: Vault) -> dict[str, Any]:
     except MemvaultError as exc:
         out.update(reindexed=None, reason=str(exc))
     out.update(sweep(vault, idle_s=None))
+    out["skills"] = index_skills(vault, project)
     return out
+
+
+def index_skills(vault: Vault, project: Path | None) -> dict[str, int] | str:
+    """Keep `personal-skills/` in step with the installed skills (a write only when one changed)."""
+    from . import skills_index
+
+    try:
+        report = skills_index.index_skills(vault, project=project or paths.state_dir())
+    except Exception as exc:  # a broken skill folder must not stop the rest of the warm-up
+        return f"failed: {type(exc).__name__}: {exc}"[:200]
+    return {k: len(v) for k, v in report.as_dict().items() if isinstance(v, list) and v}
 
 
 def reflect_session(vault: Vault, session: str, transcript: Path, final: bool) -> dict[str, Any]:

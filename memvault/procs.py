@@ -21,7 +21,8 @@ def spawn(command: list[str], log: Path, env: dict[str, str] | None = None) -> s
     """Run `command` in its own session, stdin/stdout closed, stderr appended to `log`; return at once.
 
     The child survives the parent being killed (a SessionEnd hook past the host's 1.5 s) and holds
-    no pipe the host waits on.
+    no pipe the host waits on. It runs in the log's folder, not the user's project: `python -m` puts the
+    working directory first on sys.path, where a project's `json.py` or `secrets.py` would shadow the stdlib.
     """
     paths.ensure_private_dir(log.parent)
     with contextlib.suppress(OSError):
@@ -36,6 +37,7 @@ def spawn(command: list[str], log: Path, env: dict[str, str] | None = None) -> s
             stdout=subprocess.DEVNULL,
             stderr=stderr,
             env=env,
+            cwd=log.parent,
             start_new_session=not windows,
             creationflags=_WINDOWS_DETACHED if windows else 0,
         )

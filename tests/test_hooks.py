@@ -27,7 +27,7 @@ EVENTS = {
     "idle": "Notification",
 }
 SILENT = ("stop", "session_end", "idle")  # their stdout is ignored or, for Stop, would continue the conversation
-GARBAGE = ["", "not json", "[1, 2]", '"a string"', "{}", '{"session_id": 5, "prompt": ["x"]}', "{\"truncated\": "]
+GARBAGE = ["", "not json", "[1, 2]", '"a string"', "{}", '{"session_id": 5, "prompt": ["x"]}', '{"truncated": ']
 FLAKY = "how do I fix a flaky test that fails only sometimes on CI?"
 
 
@@ -539,3 +539,28 @@ def test_an_always_load_symlink_out_of_the_vault_is_not_read(hook_vault: Path, t
     (hook_vault / "MemoryVault/personal-private/_always-load/link.md").symlink_to(outside)
     result = run_hook("session_start", payload("SessionStart", source="startup"))
     assert "Core dev flow" in result.stdout and "outside the vault" not in result.stdout
+
+
+def test_session_start_job_indexes_project_skills_outside_the_project_dir(hook_vault: Path, tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    skill = project / ".claude" / "skills" / "deploy-preview"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text(
+        "---\nname: deploy-preview\ndescription: Deploy a preview build of the web app to staging.\n---\n\nRun make.\n",
+        encoding="utf-8",
+    )
+    # A project module named like the stdlib: the background job must not import it (`python -m` in the project
+    # directory would put it first on sys.path).
+    (project / "json.py").write_text("raise SystemExit('the project shadowed the stdlib')\n", encoding="utf-8")
+    result = subprocess.run(  # the host runs hooks in the project directory
+        [sys.executable, str(HOOKS / "session_start.py")],
+        input=json.dumps(payload("SessionStart", source="startup", cwd=str(project))),
+        capture_output=True, text=True, timeout=60, cwd=project,
+    )  # fmt: skip
+    assert result.returncode == 0
+    wait_for(lambda: any(r["hook"] == "job:start" for r in log_records()))
+    job = [r for r in log_records() if r["hook"] == "job:start"][-1]
+    assert job["result"] == "success", job
+    assert job["skills"] == {"created": 1}
+    entry = hook_vault / "MemoryVault" / "personal-skills" / "project-deploy-preview.md"  # project scope
+    assert "Deploy a preview build" in entry.read_text(encoding="utf-8")
