@@ -20,6 +20,7 @@ _DOTTED = re.compile(r"[A-Za-z]\.[A-Za-z]")
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
 _PRIVATE = re.compile(r"<private>.*?(?:</private>|\Z)", re.IGNORECASE | re.DOTALL)
 
+
 def strip_private(text: str) -> str:
     """Remove `<private>…</private>` spans (an unclosed span runs to the end)."""
     return _PRIVATE.sub("", text)
