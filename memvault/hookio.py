@@ -38,6 +38,10 @@ class Skip(Exception):
     """Nothing to do for this event; the reason goes to the log."""
 
 
+class NoVault(Skip):
+    """No usable vault: logged, and also shown to the user at SessionStart."""
+
+
 def main(event: str, stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
     """Run one hook event; always returns 0 (the host treats anything else as a hook error)."""
     started = time.monotonic()
@@ -85,7 +89,13 @@ def _run(event: str, payload: dict[str, Any], record: dict[str, Any]) -> Output 
         raise
     if not settings["memory"]["enabled"]:
         raise Skip("memory.enabled is false (kill switch)")
-    return handler(payload, settings, record)
+    try:
+        return handler(payload, settings, record)
+    except NoVault as why:
+        if event != "SessionStart":
+            raise
+        record.update(result="skipped", reason=str(why))  # said once per session, where the user sees it
+        return {"systemMessage": f"MemoryVault is off for this session: {why}"}
 
 
 def _text(payload: dict[str, Any], key: str) -> str:
@@ -96,10 +106,10 @@ def _text(payload: dict[str, Any], key: str) -> str:
 def _vault(settings: dict[str, Any]) -> tuple[Path, str]:
     root = settings["vault"]["root"]
     if not root:
-        raise Skip("no vault configured (memvault init PATH)")
+        raise NoVault("no vault configured (run `memvault init PATH`)")
     path = Path(root).expanduser()
     if not path.is_dir():
-        raise Skip(f"vault folder {path} is missing (sync drive not mounted?)")
+        raise NoVault(f"vault folder {path} is missing (sync drive not mounted?)")
     return path.resolve(), settings["vault"]["folder"].strip("/")
 
 

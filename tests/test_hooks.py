@@ -96,9 +96,15 @@ def test_garbage_stdin_exits_0_and_prints_valid_json_or_nothing(name: str, hook_
 
 
 @pytest.mark.parametrize("name", sorted(EVENTS))
-def test_no_vault_configured_is_a_quiet_no_op(name: str, memvault_home: Path) -> None:
+def test_no_vault_configured_is_a_quiet_no_op_said_once_at_session_start(name: str, memvault_home: Path) -> None:
     result = run_hook(name, payload(EVENTS[name], prompt=FLAKY, source="startup"))
-    assert result.returncode == 0 and result.stdout == ""
+    assert result.returncode == 0
+    if name == "session_start":
+        assert json.loads(result.stdout) == {
+            "systemMessage": "MemoryVault is off for this session: no vault configured (run `memvault init PATH`)"
+        }
+    else:
+        assert result.stdout == ""
     assert log_records(EVENTS[name])[-1]["result"] == "skipped"
 
 
