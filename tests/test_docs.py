@@ -1,0 +1,37 @@
+"""The user docs hold together: every wiki page is in the index, and every relative link leads to a file."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+WIKI = REPO / "wiki"
+PAGES = sorted(WIKI.rglob("*.md"))
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+FENCE = re.compile(r"^(```|~~~).*?^\1", re.M | re.S)
+CODE = re.compile(r"`[^`\n]*`")
+
+
+def links(page: Path) -> list[str]:
+    text = CODE.sub("", FENCE.sub("", page.read_text(encoding="utf-8")))  # examples in code are not links
+    return [m.group(1) for m in LINK.finditer(text)]
+
+
+def test_every_wiki_page_is_listed_in_the_wiki_index() -> None:
+    listed = {(WIKI / target.split("#")[0]).resolve() for target in links(WIKI / "README.md")}
+    missing = [str(p.relative_to(WIKI)) for p in PAGES if p.name != "README.md" and p.resolve() not in listed]
+    assert not missing, f"add these pages to wiki/README.md: {missing}"
+
+
+@pytest.mark.parametrize("page", [*PAGES, REPO / "README.md"], ids=lambda p: str(p.relative_to(REPO)))
+def test_relative_links_lead_to_existing_files(page: Path) -> None:
+    broken = []
+    for target in links(page):
+        if re.match(r"^[a-z]+:", target) or target.startswith("#"):
+            continue  # a web address or an anchor in the same page
+        if not (page.parent / target.split("#")[0]).exists():
+            broken.append(target)
+    assert not broken, f"{page.relative_to(REPO)} links to missing files: {broken}"
