@@ -20,7 +20,7 @@ from . import recall as recall_mod
 from .claude_memory_files import Fact, all_memory_dirs, memory_dir, project_key, read_folder, status
 from .errors import MemvaultError
 from .model import REVIEW
-from .reflect_pass import _slug, _term_share
+from .reflect_pass import capture_slug, term_share
 from .skills_index import claude_home
 from .vault import Vault
 
@@ -120,7 +120,7 @@ class _Importer:
         if fact.redacted:
             report.notes.append(f"{fact.title}: secrets were redacted before writing")
         folder = REVIEW if self.review else fact.kind
-        rel = self._free(f"{self.vault.folder}/{self.group}/{folder}", _slug(fact.title))
+        rel = self._free(f"{self.vault.folder}/{self.group}/{folder}", capture_slug(fact.title))
         self.planned.add(fact.key)
         if report.dry_run:
             report.created.append(rel)
@@ -172,7 +172,7 @@ class _Importer:
         if keyword:
             try:
                 nf = self.vault.read(hit.path)
-                similarity = _term_share(query, f"{nf.title}\n{nf.note.body}")
+                similarity = term_share(query, f"{nf.title}\n{nf.note.body}")
             except MemvaultError:
                 return None
         else:

@@ -210,7 +210,7 @@ def _embedding(vault: Vault, index_model: Any, ask_service: bool, warnings: list
 
 def _claude_memory(vault: Vault, project: Path | None, warnings: list[str]) -> dict[str, Any]:
     """Claude Code's built-in auto memory for the project: when it holds notes too, a fact can live in both."""
-    from . import claude_memory
+    from . import claude_memory_files as claude_memory
 
     info = claude_memory.status(project)
     if info["active"] and info["files"] and vault.config.memory.enabled:

@@ -170,13 +170,13 @@ class TranscriptPass:
             return None, []
         hit = result.hits[0]
         keyword_only = result.mode == "keyword" or hit.vec_score == 0.0
-        similarity = _term_share(query, self._text(hit.path)) if keyword_only else hit.vec_score
+        similarity = term_share(query, self._text(hit.path)) if keyword_only else hit.vec_score
         return self._describe(hit.path, hit.title, similarity, "keyword" if keyword_only else "cosine"), []
 
     def _nearest_idea(self, candidate: Any, title: str, body: str) -> router.Nearest | None:
         """The closest incubator note: same key or folder name, else by meaning (incubating notes are not recalled)."""
         root = self.vault.memory_dir / self.group / INCUBATOR
-        slug, found = _slug(title), []
+        slug, found = capture_slug(title), []
         for index in sorted(root.glob("*/_index.md")) if root.is_dir() else []:
             rel = index.relative_to(self.vault.root).as_posix()
             try:
@@ -282,7 +282,7 @@ class TranscriptPass:
             choice.action, meta["route"]
         )
         assert choice.folder
-        rel = self._free(f"{self.vault.folder}/{self.group}/{choice.folder}", _slug(title))
+        rel = self._free(f"{self.vault.folder}/{self.group}/{choice.folder}", capture_slug(title))
         if self.report.dry_run:
             return rel
         return self.vault.save(
@@ -293,7 +293,7 @@ class TranscriptPass:
     def _idea(
         self, candidate: Any, title: str, text: str, meta: dict[str, Any], session: str, related: list[str]
     ) -> str:
-        slug = self._free_folder(_slug(title))
+        slug = self._free_folder(capture_slug(title))
         meta.update(route="idea", status="incubating", surfaced_in_session=session)
         if candidate.idea_kind:
             meta["idea_kind"] = candidate.idea_kind
@@ -358,7 +358,7 @@ def _safe_key(candidate: Any) -> Any:
     return dataclasses.replace(candidate, key=f"{candidate.category}:redacted-{digest}")
 
 
-def _slug(title: str) -> str:
+def capture_slug(title: str) -> str:
     """A file name from a title, cut at a word boundary to at most SLUG_CHARS."""
     slug = notes.slugify(title) or "capture"
     if len(slug) > SLUG_CHARS:
@@ -389,10 +389,10 @@ def _similarities(query: str, texts: list[str]) -> tuple[list[float], str]:
     if reply is not None:
         vectors = [array("f", blob) for blob in reply.vectors]  # L2-normalised float32
         return [sum(a * b for a, b in zip(vectors[0], v, strict=True)) for v in vectors[1:]], "cosine"
-    return [_term_share(query, text) for text in texts], "keyword"
+    return [term_share(query, text) for text in texts], "keyword"
 
 
-def _term_share(query: str, text: str) -> float:
+def term_share(query: str, text: str) -> float:
     """The share of the query's search terms that occur in `text` (keyword-only duplicate measure)."""
     wanted = set(chunking.query_terms(query, limit=400))
     if not wanted:
