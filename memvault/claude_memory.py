@@ -18,10 +18,10 @@ from typing import Any
 from . import client, indexing, notes, reflect_state, router, store
 from . import recall as recall_mod
 from .claude_memory_files import Fact, all_memory_dirs, memory_dir, project_key, read_folder, status
+from .claude_settings import claude_dir
 from .errors import MemvaultError
 from .model import REVIEW
 from .reflect_pass import capture_slug, term_share
-from .skills_index import claude_home
 from .vault import Vault
 
 __all__ = ["Fact", "Report", "import_memory", "memory_dir", "project_key", "status"]
@@ -62,7 +62,7 @@ def import_memory(
     wait_service: float = 0.0,
 ) -> Report:
     """Import Claude Code's auto memory of one project (default: the cwd) or of every project."""
-    claude = claude or claude_home()
+    claude = claude or claude_dir()
     if all_projects:
         folders = all_memory_dirs(claude)
     else:

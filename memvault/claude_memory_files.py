@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from . import chunking, notes, secrets, store
+from .claude_settings import claude_dir
 from .errors import MemvaultError
-from .skills_index import claude_home
 
 INDEX = "MEMORY.md"
 # Claude Code's memory types (frontmatter `type`) → vault kinds.
@@ -52,21 +52,21 @@ def project_key(path: Path) -> str:
 
 def memory_dir(project: Path, claude: Path | None = None) -> Path:
     """`<claude>/projects/<key>/memory` for the project, or for its git root when only that one exists."""
-    claude = claude or claude_home()
+    claude = claude or claude_dir()
     candidates = [project, *(p for p in project.parents if (p / ".git").exists())][:2]
     folders = [claude / "projects" / project_key(p) / "memory" for p in candidates]
     return next((f for f in folders if f.is_dir()), folders[0])
 
 
 def all_memory_dirs(claude: Path | None = None) -> list[Path]:
-    root = (claude or claude_home()) / "projects"
+    root = (claude or claude_dir()) / "projects"
     return sorted(p / "memory" for p in root.iterdir() if (p / "memory").is_dir()) if root.is_dir() else []
 
 
 def status(project: Path | None, *, claude: Path | None = None) -> dict[str, Any]:
     """Whether Claude Code's auto memory is on for a project, why, and how many memory files it has."""
     project = (project or Path.cwd()).expanduser().resolve()
-    claude = claude or claude_home()
+    claude = claude or claude_dir()
     active, reason = _enabled(project, claude)
     folder = memory_dir(project, claude)
     files = sorted(p.name for p in folder.glob("*.md")) if folder.is_dir() else []

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import os
 import platform
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import chunking, notes, secrets, store
+from . import chunking, claude_settings, notes, secrets, store
 from .errors import MemvaultError
 from .vault import Vault
 
@@ -87,12 +86,6 @@ class Report:
 
 
 # ---- finding skills ------------------------------------------------------------------------------
-
-
-def claude_home() -> Path:
-    """Claude Code's user folder: `$CLAUDE_CONFIG_DIR`, else `~/.claude`."""
-    base = os.environ.get("CLAUDE_CONFIG_DIR")
-    return Path(base).expanduser() if base else Path.home() / ".claude"
 
 
 def locate(claude: Path, project: Path) -> list[Location]:
@@ -265,7 +258,7 @@ def index_skills(
     not own, and the `## My notes` section, are kept); entries of skills that are gone are marked
     `status: archived`; a malformed SKILL.md is reported in `errors` and skipped.
     """
-    claude = (claude_dir or claude_home()).expanduser()
+    claude = (claude_dir or claude_settings.claude_dir()).expanduser()
     project = (project or Path.cwd()).expanduser().resolve()
     report = Report(dry_run=dry_run)
     existing, taken, manual = _scan(vault)
