@@ -17,6 +17,7 @@ from typing import Any
 from . import analytics, embed, hookstate, indexing, journal, reflect, store
 from . import review as review_mod
 from .errors import MemvaultError
+from .index import NoteRow
 from .inject import plural
 from .model import ALWAYS_LOAD, ARCHIVE, INBOX, INCUBATOR, REVIEW, Entry
 from .vault import Vault
@@ -63,12 +64,15 @@ def check(vault: Vault, *, service: bool = True, now: dt.datetime | None = None,
     now = now or dt.datetime.now(dt.timezone.utc)
     listing = store.list_markdown(vault.root, vault.ignore)
     memory = [rel for rel in listing.notes if vault.in_memory(rel)]
-    entries = [vault.entry(rel) for rel in memory]  # one walk of the vault serves every count
+    problems: list[str] = []
+    warnings: list[str] = []
+    index, counted, fresh = _index(vault, listing.notes, problems, warnings)
+    # One walk of the vault serves every count; notes unchanged since the last reindex come from the index.
+    entries = [fresh.get(rel) or vault.entry(rel) for rel in memory]
     groups: Counter[str] = Counter(e.group or "(none)" for e in entries)
     kinds: Counter[str] = Counter(e.kind or "(none)" for e in entries)
     statuses: Counter[str] = Counter(e.status for e in entries)
     invalid = [f"{e.path}: {e.error}" for e in entries if e.error]
-    problems, warnings = [], []
     if not vault.memory_dir.is_dir():
         problems.append(f"{vault.folder}/ does not exist in the vault: run `memvault init`")
     for path in journal.conflicts(vault.journal_dir):
@@ -84,7 +88,6 @@ def check(vault: Vault, *, service: bool = True, now: dt.datetime | None = None,
     stale = reflect.stale_warning(vault.config, last.timestamp() if last else None, now.timestamp())
     if stale:
         warnings.append(stale)
-    index, counted = _index(vault, listing.notes, problems, warnings)
     embedding = _embedding(vault, index.get("model"), service, warnings)
     unrecalled = _never_recalled(entries, counted, index.get("recall_tracking_since"), vault.config, now)
     auto_memory = _claude_memory(vault, project, warnings)
@@ -124,20 +127,20 @@ def _last_reflection(vault: Vault) -> dt.datetime | None:
 
 def _index(
     vault: Vault, notes: Sequence[str], problems: list[str], warnings: list[str]
-) -> tuple[dict[str, Any], dict[str, analytics.Recalled] | None]:
-    """Index stats and freshness (notes changed since the last reindex); folds and reads recall analytics."""
+) -> tuple[dict[str, Any], dict[str, analytics.Recalled] | None, dict[str, Entry]]:
+    """Index stats and freshness, the entries of notes unchanged since indexed, and recall analytics (folded)."""
     path = indexing.index_file(vault.root, vault.config)
     if not path.exists():
         warnings.append("no index yet: run `memvault reindex` (recall scans files until then)")
-        return {"path": str(path), "exists": False}, None
+        return {"path": str(path), "exists": False}, None, {}
     try:
         index, _ = indexing.open_index(vault.root, vault.config)
     except MemvaultError as exc:
         problems.append(f"the index cannot be opened: {exc}")
-        return {"path": str(path), "exists": True}, None
+        return {"path": str(path), "exists": True}, None, {}
     try:
         stats = index.stats()
-        stale = _stale_notes(vault, index.known(), notes)
+        stale, fresh = _freshness(vault, index.rows(in_memory=False), notes)
         folded = analytics.fold(index, vault.root)
         counted = analytics.recalled(index)
         info = {
@@ -161,24 +164,35 @@ def _index(
     pending = stats.get("pending")
     if isinstance(pending, int) and pending and embed.available():
         warnings.append(f"{plural(pending, 'note')} not embedded yet (found by keywords only until then)")
-    return info, counted
+    return info, counted, fresh
 
 
-def _stale_notes(vault: Vault, known: dict[str, tuple[int, int, int, str]], notes: Sequence[str]) -> list[str]:
-    """Notes added, changed (mtime or size) or deleted since they were indexed."""
+def _freshness(vault: Vault, rows: dict[str, NoteRow], notes: Sequence[str]) -> tuple[list[str], dict[str, Entry]]:
+    """Notes added, changed (mtime or size) or deleted since they were indexed; entries of the unchanged ones."""
     present = set(notes)
-    stale = [rel for rel in known if rel not in present]
+    stale = [rel for rel in rows if rel not in present]
+    fresh: dict[str, Entry] = {}
     for rel in notes:
         if store.is_conflict_copy(rel):  # sync never indexes these (health lists them on their own)
             continue
-        old = known.get(rel)
+        row = rows.get(rel)
         try:
             st = os.stat(vault.root / rel)
         except OSError:
             continue
-        if old is None or (old[1], old[2]) != (st.st_mtime_ns, st.st_size):
+        if row is None or (row.mtime_ns, row.size) != (st.st_mtime_ns, st.st_size):
             stale.append(rel)
-    return sorted(stale)
+        elif row.in_memory:
+            fresh[rel] = _entry_of(row)
+    return sorted(stale), fresh
+
+
+def _entry_of(row: NoteRow) -> Entry:
+    """The entry of an indexed note, as `Vault.entry` would read it from the file."""
+    return Entry(
+        row.path, row.title, row.kind, row.status, row.group, row.tags, row.always_load, row.private,
+        row.updated, row.in_memory, row.error, row.created,
+    )  # fmt: skip
 
 
 def _embedding(vault: Vault, index_model: Any, ask_service: bool, warnings: list[str]) -> dict[str, Any]:

@@ -57,6 +57,7 @@ class NoteRow:
     in_memory: bool = False
     area: str = ""  # "_inbox", "_review", "_archive", "_always-load", "_idea-incubator" or ""
     error: str | None = None
+    created: str | None = None
 
     @property
     def visibility(self) -> int:
@@ -114,11 +115,17 @@ def _recall_cursor(conn: Connection) -> None:
     conn.execute("CREATE TABLE recall_cursor (file TEXT PRIMARY KEY, offset INTEGER NOT NULL, since TEXT NOT NULL)")
 
 
+def _created(conn: Connection) -> None:
+    conn.execute("ALTER TABLE notes ADD COLUMN created TEXT")
+    conn.execute("UPDATE notes SET mtime_ns = 0, hash = ''")  # the next sync re-reads every note to fill it in
+
+
 MIGRATIONS: list[db.Migration] = [
     ("0001_core", _core),
     ("0002_recalls", _recalls),
     ("0003_unembedded", _pending_index),
     ("0004_recall_cursor", _recall_cursor),
+    ("0005_created", _created),
 ]
 
 
@@ -235,6 +242,20 @@ class Index:
         rows = self.conn.execute("SELECT path, id, mtime_ns, size, hash FROM notes")
         return {r[0]: (r[1], r[2], r[3], r[4]) for r in rows}
 
+    def rows(self, in_memory: bool = True) -> dict[str, NoteRow]:
+        """path → the indexed row of every note (under the memory folder by default), without chunks."""
+        query = (
+            "SELECT path, mtime_ns, size, hash, title, kind, status, grp, tags, always_load, private, updated,"
+            " in_memory, area, error, created FROM notes" + (" WHERE in_memory = 1" if in_memory else "")
+        )
+        return {
+            r[0]: NoteRow(
+                r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], tuple(json.loads(r[8])), bool(r[9]), bool(r[10]),
+                r[11], bool(r[12]), r[13], r[14], r[15],
+            )
+            for r in self.conn.execute(query)
+        }
+
     def touch(self, path: str, mtime_ns: int, size: int) -> None:
         """Record a new mtime/size for a note whose content hash did not change."""
         self.conn.execute("UPDATE notes SET mtime_ns = ?, size = ? WHERE path = ?", (mtime_ns, size, path))
@@ -253,19 +274,21 @@ class Index:
         values = (
             row.path, row.mtime_ns, row.size, row.hash, row.title, row.kind, row.status, row.group,
             json.dumps(list(row.tags), ensure_ascii=False), int(row.always_load), int(row.private), row.updated,
-            int(row.in_memory), row.area, row.error, row.visibility,
+            int(row.in_memory), row.area, row.error, row.visibility, row.created,
         )  # fmt: skip
         if old:
             note_id = int(old[0])
             conn.execute(
                 """UPDATE notes SET path=?, mtime_ns=?, size=?, hash=?, title=?, kind=?, status=?, grp=?, tags=?,
-                   always_load=?, private=?, updated=?, in_memory=?, area=?, error=?, visibility=? WHERE id = ?""",
+                   always_load=?, private=?, updated=?, in_memory=?, area=?, error=?, visibility=?, created=?
+                   WHERE id = ?""",
                 (*values, note_id),
             )
         else:
             cur = conn.execute(
                 """INSERT INTO notes (path, mtime_ns, size, hash, title, kind, status, grp, tags, always_load,
-                   private, updated, in_memory, area, error, visibility) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
+                   private, updated, in_memory, area, error, visibility, created)
+                   VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
                 values,
             )
             note_id = int(cur.lastrowid or 0)

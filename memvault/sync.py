@@ -57,6 +57,7 @@ class Layout:
             in_memory=in_memory,
             area=area,
             error=None if note.ok else f"invalid frontmatter: {note.error}",
+            created=model.to_str(meta.get("created")),
         )
         links = chunking.wikilinks((note.frontmatter or "") + "\n" + body)
         return row, chunking.chunks(body), links

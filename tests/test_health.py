@@ -197,3 +197,40 @@ def test_claude_codes_own_auto_memory_next_to_memvault_is_reported(
     report = health.check(vault, service=False, project=project)
     assert not report.claude_memory["active"]
     assert not any("auto memory" in w for w in report.warnings)
+
+
+def summary(report: health.Health) -> tuple:
+    return (report.entries, report.by_group, report.by_kind, report.by_status, report.inbox, report.review,
+            report.incubator, sorted(i.split(":")[0] for i in report.invalid))  # fmt: skip
+
+
+def test_counts_from_the_index_match_counts_from_the_files(vault_dir: Path) -> None:
+    vault = open_vault(vault_dir)
+    (vault_dir / "MemoryVault" / "personal-private" / "domain" / "broken.md").write_text(
+        "---\nkind: [unclosed\n---\n# Broken\n", encoding="utf-8"
+    )
+    from_files = health.check(vault, service=False)  # no index yet: every note is read
+    vault.reindex(vectors="none")
+    from_index = health.check(vault, service=False)
+    assert from_index.index["stale"] == 0
+    assert summary(from_index) == summary(from_files)
+    assert from_files.invalid and summary(from_files)[-1] == ["MemoryVault/personal-private/domain/broken.md"]
+
+
+def test_an_index_from_before_created_was_kept_is_reread_once(vault_dir: Path) -> None:
+    vault = open_vault(vault_dir)
+    vault.reindex(vectors="none")
+    path = indexing.index_file(vault.root, vault.config)
+    with sqlite3.connect(path) as conn:  # the index as the previous release left it
+        conn.execute("ALTER TABLE notes DROP COLUMN created")
+        conn.execute("DELETE FROM _memvault_migrations WHERE name = '0005_created'")
+    report = health.check(vault, service=False)  # opening it migrates: every row must be re-read
+    assert report.index["stale"] == report.index["notes"]
+    vault.reindex(vectors="none")
+    index, _ = indexing.open_index(vault.root, vault.config)
+    try:
+        rows = index.rows()
+    finally:
+        index.close()
+    assert rows["MemoryVault/personal-private/preference/uv-for-envs.md"].created
+    assert health.check(vault, service=False).index["stale"] == 0
