@@ -7,17 +7,15 @@ unhealthy (exit 1); warnings are things to look at (exit 1 only with `--strict`)
 from __future__ import annotations
 
 import datetime as dt
-import os
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import analytics, embed, hookstate, indexing, journal, reflect, store
+from . import analytics, catalog, embed, hookstate, indexing, journal, reflect, store
 from . import review as review_mod
 from .errors import MemvaultError
-from .index import NoteRow
 from .inject import plural
 from .model import ALWAYS_LOAD, ARCHIVE, INBOX, INCUBATOR, REVIEW, Entry
 from .vault import Vault
@@ -140,7 +138,7 @@ def _index(
         return {"path": str(path), "exists": True}, None, {}
     try:
         stats = index.stats()
-        stale, fresh = _freshness(vault, index.rows(in_memory=False), notes)
+        stale, fresh = catalog.freshness(vault.root, index.rows(in_memory=False), notes)
         folded = analytics.fold(index, vault.root)
         counted = analytics.recalled(index)
         info = {
@@ -165,34 +163,6 @@ def _index(
     if isinstance(pending, int) and pending and embed.available():
         warnings.append(f"{plural(pending, 'note')} not embedded yet (found by keywords only until then)")
     return info, counted, fresh
-
-
-def _freshness(vault: Vault, rows: dict[str, NoteRow], notes: Sequence[str]) -> tuple[list[str], dict[str, Entry]]:
-    """Notes added, changed (mtime or size) or deleted since they were indexed; entries of the unchanged ones."""
-    present = set(notes)
-    stale = [rel for rel in rows if rel not in present]
-    fresh: dict[str, Entry] = {}
-    for rel in notes:
-        if store.is_conflict_copy(rel):  # sync never indexes these (health lists them on their own)
-            continue
-        row = rows.get(rel)
-        try:
-            st = os.stat(vault.root / rel)
-        except OSError:
-            continue
-        if row is None or (row.mtime_ns, row.size) != (st.st_mtime_ns, st.st_size):
-            stale.append(rel)
-        elif row.in_memory:
-            fresh[rel] = _entry_of(row)
-    return sorted(stale), fresh
-
-
-def _entry_of(row: NoteRow) -> Entry:
-    """The entry of an indexed note, as `Vault.entry` would read it from the file."""
-    return Entry(
-        row.path, row.title, row.kind, row.status, row.group, row.tags, row.always_load, row.private,
-        row.updated, row.in_memory, row.error, row.created,
-    )  # fmt: skip
 
 
 def _embedding(vault: Vault, index_model: Any, ask_service: bool, warnings: list[str]) -> dict[str, Any]:

@@ -13,8 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from . import catalog, fault, gitops, indexing, journal, model, notes, paths, safety, store
 from . import config as config_mod
-from . import fault, gitops, indexing, journal, model, notes, paths, safety, store
 from . import recall as recall_mod
 from .errors import GitError, MemvaultError, SafetyError, VaultNotFound
 from .model import ALWAYS_LOAD, ARCHIVE, INBOX, INCUBATOR, REVIEW, Entry, NoteFile, WriteResult
@@ -62,7 +62,8 @@ class Vault:
         if under and not self.memory_dir.is_dir():
             return []
         listing = store.list_markdown(self.root, self.ignore, under=under)
-        entries = (self.entry(rel) for rel in listing.notes)
+        fresh = catalog.fresh_entries(self.root, self.index_file, listing.notes)  # unchanged since indexed
+        entries = (fresh.get(rel) or self.entry(rel) for rel in listing.notes)
         return [
             e
             for e in entries
