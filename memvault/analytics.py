@@ -3,12 +3,14 @@
 The hooks never write the index on the prompt path: each SessionStart and UserPromptSubmit already logs
 what it injected (with the vault), and background jobs and `memvault health` fold those lines into
 `recalls(path, count, last_recalled)`. A per-file byte cursor, committed in the same transaction as the
-counts, makes every log line count exactly once.
+counts, makes every log line count exactly once. A file is known by its first line, not its name: the log
+rolls by renaming the full file and starting a new one under the old name.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import os
 from collections.abc import Iterable
@@ -36,13 +38,18 @@ def fold(index: Index, vault_root: Path, log_dir: Path | None = None) -> int:
     counts: dict[str, tuple[int, str]] = {}
     with db.transaction(conn):  # IMMEDIATE: a concurrent fold waits, then starts from this one's cursors
         cursors = {row[0]: int(row[1]) for row in conn.execute("SELECT file, offset FROM recall_cursor")}
+        keys = []
         for path in files:
-            end = _read(path, cursors.get(path.name, 0), root, counts)
+            key = _identity(path)
+            if key is None:
+                continue  # empty, or its first line is still being written
+            keys.append(key)
+            end = _read(path, cursors.get(key, 0), root, counts)
             if end is not None:
                 conn.execute(
                     "INSERT INTO recall_cursor (file, offset, since) VALUES (?, ?, ?)"
                     " ON CONFLICT(file) DO UPDATE SET offset = excluded.offset",
-                    (path.name, end, now),
+                    (key, end, now),
                 )
         for rel, (n, last) in counts.items():
             conn.execute(
@@ -50,11 +57,10 @@ def fold(index: Index, vault_root: Path, log_dir: Path | None = None) -> int:
                 " SET count = count + excluded.count, last_recalled = max(last_recalled, excluded.last_recalled)",
                 (rel, n, last),
             )
-        names = [p.name for p in files]
         conn.execute(  # pruned log files: forget their cursors, but keep the oldest row (its `since`)
-            f"DELETE FROM recall_cursor WHERE file NOT IN ({','.join('?' * len(names))})"  # noqa: S608
+            f"DELETE FROM recall_cursor WHERE file NOT IN ({','.join('?' * len(keys))})"  # noqa: S608
             " AND file != (SELECT file FROM recall_cursor ORDER BY since LIMIT 1)",
-            names,
+            keys,
         )
     return sum(n for n, _ in counts.values())
 
@@ -76,6 +82,18 @@ def never_recalled(
     """Paths of entries created before `older_than` that were never injected, oldest first (pure)."""
     old = [(created, rel) for rel, created in entries if created is not None and created < older_than]
     return [rel for created, rel in sorted(old) if rel not in counted]
+
+
+def _identity(path: Path) -> str | None:
+    """A log file's identity: a digest of its first line, which a rename keeps and a new file does not share."""
+    try:
+        with open(path, "rb") as handle:
+            first = handle.readline(64 * 1024)
+    except OSError:
+        return None
+    if not first.endswith(b"\n"):
+        return None
+    return "sha256:" + hashlib.sha256(first).hexdigest()[:32]
 
 
 def _read(path: Path, start: int, root: str, counts: dict[str, tuple[int, str]]) -> int | None:

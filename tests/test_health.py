@@ -234,3 +234,30 @@ def test_an_index_from_before_created_was_kept_is_reread_once(vault_dir: Path) -
         index.close()
     assert rows["MemoryVault/personal-private/preference/uv-for-envs.md"].created
     assert health.check(vault, service=False).index["stale"] == 0
+
+
+def test_a_rolled_log_file_is_neither_counted_twice_nor_skipped(vault_dir: Path, tmp_path: Path) -> None:
+    vault = open_vault(vault_dir)
+    vault.reindex(vectors="none")
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    first, second = "MemoryVault/a.md", "MemoryVault/b.md"
+    root = str(vault_dir.resolve())
+
+    def lines(rel: str, n: int) -> str:
+        records = [{"hook": "UserPromptSubmit", "vault": root, "injected": [{"path": rel}], "n": i} for i in range(n)]
+        return "".join(json.dumps(r) + "\n" for r in records)
+
+    log = logs / "hooks-20261102.jsonl"
+    log.write_text(lines(first, 3), encoding="utf-8")
+    index, _ = indexing.open_index(vault.root, vault.config)
+    try:
+        assert analytics.fold(index, vault.root, logs) == 3
+        log.rename(logs / "hooks-20261102.1.jsonl")  # what the hook log does when a file is full
+        log.write_text(lines(second, 5), encoding="utf-8")  # the new file outgrows the old cursor before the next fold
+        assert analytics.fold(index, vault.root, logs) == 5
+        assert analytics.fold(index, vault.root, logs) == 0
+        counted = analytics.recalled(index)
+        assert (counted[first].count, counted[second].count) == (3, 5)
+    finally:
+        index.close()
