@@ -17,7 +17,7 @@ from . import analytics, catalog, embed, hookstate, indexing, journal, reflect, 
 from . import review as review_mod
 from .errors import MemvaultError
 from .inject import plural
-from .model import ALWAYS_LOAD, ARCHIVE, INBOX, INCUBATOR, REVIEW, Entry
+from .model import ALWAYS_LOAD, ARCHIVE, INBOX, INCUBATOR, REVIEW, Entry, as_datetime
 from .vault import Vault
 
 # Entries that are never injected by design: queues, the archive, ideas (incubating), and superseded ones.
@@ -215,7 +215,7 @@ def _never_recalled(
 ) -> list[str]:
     """Old entries never injected, once injections have been counted for `gc.unrecalled_days` (else nothing)."""
     old = now - dt.timedelta(days=config.gc.unrecalled_days)
-    tracked = _when(since)
+    tracked = as_datetime(since)
     if counted is None or tracked is None or tracked > old:
         return []  # "never recalled" means nothing until recalls have been watched for that long
     return analytics.never_recalled(_recallable(entries), counted, older_than=old)
@@ -229,17 +229,5 @@ def _recallable(entries: list[Entry]) -> list[tuple[str, dt.datetime | None]]:
             continue
         if any(f"/{area}/" in e.path for area in _NOT_RECALLED_AREAS) or f"/{ALWAYS_LOAD}/" in e.path:
             continue
-        out.append((e.path, _when(e.created)))
+        out.append((e.path, as_datetime(e.created)))
     return out
-
-
-def _when(value: str | None) -> dt.datetime | None:
-    if not value:
-        return None
-    try:
-        when = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if when.tzinfo is None:  # a bare date or a naive time: read as UTC
-        when = when.replace(tzinfo=dt.timezone.utc)
-    return when

@@ -415,13 +415,4 @@ def _file_time(folder: Path) -> dt.datetime:
 
 def _meta_time(value: Any) -> dt.datetime:
     """A frontmatter date or datetime as an aware datetime (naive means local time); unknown is the epoch."""
-    if isinstance(value, str):
-        try:
-            value = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            value = None
-    if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
-        value = dt.datetime.combine(value, dt.time())
-    if isinstance(value, dt.datetime):
-        return value.astimezone(dt.timezone.utc)
-    return dt.datetime.fromtimestamp(0, dt.timezone.utc)
+    return model.as_datetime(value) or dt.datetime.fromtimestamp(0, dt.timezone.utc)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -147,6 +148,21 @@ def as_list(value: Any) -> list[Any]:
     if value is None:
         return []
     return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def as_datetime(value: Any) -> dt.datetime | None:
+    """A frontmatter date or time (YAML value or ISO text) as an aware UTC datetime; None when it is not one.
+
+    A naive time is local wall-clock time (what `notes.now()` writes); a bare date is local midnight.
+    """
+    if isinstance(value, str):
+        try:
+            value = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            return None
+    if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
+        value = dt.datetime.combine(value, dt.time())
+    return value.astimezone(dt.timezone.utc) if isinstance(value, dt.datetime) else None
 
 
 def to_str(value: Any) -> str | None:
