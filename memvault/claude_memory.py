@@ -120,7 +120,9 @@ class _Importer:
         if fact.redacted:
             report.notes.append(f"{fact.title}: secrets were redacted before writing")
         folder = REVIEW if self.review else fact.kind
-        rel = self._free(f"{self.vault.folder}/{self.group}/{folder}", capture_slug(fact.title))
+        rel = store.free_note(
+            self.vault.root, f"{self.vault.folder}/{self.group}/{folder}", capture_slug(fact.title), self.report.created
+        )
         self.planned.add(fact.key)
         if report.dry_run:
             report.created.append(rel)
@@ -199,12 +201,6 @@ class _Importer:
         )  # fmt: skip
         return recall_mod.recall_file(indexing.index_file(self.vault.root, self.vault.config), query, options,
                                       client.query_vector)  # fmt: skip
-
-    def _free(self, folder: str, slug: str) -> str:
-        rel, n = f"{folder}/{slug}.md", 2
-        while (self.vault.root / rel).exists() or rel in self.report.created:
-            rel, n = f"{folder}/{slug}-{n}.md", n + 1
-        return rel
 
 
 def _imported(vault: Vault) -> dict[str, tuple[str, dict[str, Any], str]]:

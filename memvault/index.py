@@ -250,8 +250,22 @@ class Index:
         )
         return {
             r[0]: NoteRow(
-                r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], tuple(json.loads(r[8])), bool(r[9]), bool(r[10]),
-                r[11], bool(r[12]), r[13], r[14], r[15],
+                path=r[0],
+                mtime_ns=r[1],
+                size=r[2],
+                hash=r[3],
+                title=r[4],
+                kind=r[5],
+                status=r[6],
+                group=r[7],
+                tags=tuple(json.loads(r[8])),
+                always_load=bool(r[9]),
+                private=bool(r[10]),
+                updated=r[11],
+                in_memory=bool(r[12]),
+                area=r[13],
+                error=r[14],
+                created=r[15],
             )
             for r in self.conn.execute(query)
         }

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import chunking, ideas, notes, paths, router, secrets
+from . import chunking, ideas, notes, paths, router, secrets, store
 from . import recall as recall_mod
 from .errors import InvalidNote, MemvaultError, SafetyError
 from .index import place
@@ -266,7 +266,9 @@ class TranscriptPass:
         if choice.action == router.PROMOTE:
             assert choice.target and choice.folder
             folder = choice.folder
-            new_rel = self._free(f"{self.vault.folder}/{self.group}/{folder}", Path(choice.target).stem)
+            new_rel = store.free_note(
+                self.vault.root, f"{self.vault.folder}/{self.group}/{folder}", Path(choice.target).stem
+            )
             if self.report.dry_run:
                 return new_rel
             route = "saved" if folder not in (router.REVIEW, router.INBOX) else folder.lstrip("_")
@@ -282,7 +284,7 @@ class TranscriptPass:
             choice.action, meta["route"]
         )
         assert choice.folder
-        rel = self._free(f"{self.vault.folder}/{self.group}/{choice.folder}", capture_slug(title))
+        rel = store.free_note(self.vault.root, f"{self.vault.folder}/{self.group}/{choice.folder}", capture_slug(title))
         if self.report.dry_run:
             return rel
         return self.vault.save(
@@ -306,13 +308,6 @@ class TranscriptPass:
             self.vault, title, text, slug=slug, group=self.group, session=session,
             confidence=candidate.confidence, meta=meta, tags=["idea"],
         ).path  # fmt: skip
-
-    def _free(self, folder: str, slug: str) -> str:
-        """`<folder>/<slug>.md`, or `<slug>-2.md`, … when taken."""
-        rel, n = f"{folder}/{slug}.md", 2
-        while (self.vault.root / rel).exists():
-            rel, n = f"{folder}/{slug}-{n}.md", n + 1
-        return rel
 
     def _free_folder(self, slug: str) -> str:
         base, name, n = self.vault.memory_dir / self.group / INCUBATOR, slug, 2

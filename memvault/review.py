@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
-from . import model, notes
+from . import model, notes, store
 from .errors import MemvaultError, SafetyError
 from .model import INBOX, INCUBATOR, REVIEW, Entry, WriteResult
 from .vault import Vault
@@ -75,11 +75,7 @@ def destination(vault: Vault, rel: str, kind: str | None = None) -> str:
     nf = vault.read(rel)
     kind = model.slug(kind or str(nf.note.meta.get("kind") or "note"), "kind")
     group = vault.group_of(rel) or vault.config.vault.default_group
-    stem, n = PurePosixPath(rel).stem, 2
-    target = f"{vault.folder}/{group}/{kind}/{stem}.md"
-    while (vault.root / target).exists():
-        target, n = f"{vault.folder}/{group}/{kind}/{stem}-{n}.md", n + 1
-    return target
+    return store.free_note(vault.root, f"{vault.folder}/{group}/{kind}", PurePosixPath(rel).stem)
 
 
 def approve(vault: Vault, rel: str, *, edited: str | None = None, how: str = "approved") -> WriteResult:

@@ -10,7 +10,7 @@ import fnmatch
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,6 +63,14 @@ def is_ignored(rel: str, patterns: tuple[str, ...]) -> bool:
         elif any(fnmatch.fnmatchcase(part, pattern) for part in parts):
             return True
     return False
+
+
+def free_note(root: Path, folder: str, stem: str, taken: Container[str] = ()) -> str:
+    """`<folder>/<stem>.md`, or `<stem>-2.md`, `-3`, … when that note exists in the vault (or is in `taken`)."""
+    rel, n = f"{folder}/{stem}.md", 2
+    while (root / rel).exists() or rel in taken:
+        rel, n = f"{folder}/{stem}-{n}.md", n + 1
+    return rel
 
 
 def is_conflict_copy(rel: str) -> bool:
