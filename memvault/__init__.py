@@ -1,6 +1,6 @@
 """MemoryVault: a permanent, human-editable memory for coding agents, kept in an Obsidian vault.
 
-The public names load lazily, so `import memvault.db` (on a hook's 300 ms path) does not pay for
+The public names load lazily, so `import memvault.index.db` (on a hook's 300 ms path) does not pay for
 the vault layer's YAML, lock and config imports.
 """
 

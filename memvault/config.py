@@ -16,8 +16,9 @@ from typing import Any, Union, get_args, get_origin, get_type_hints
 
 import yaml
 
-from . import notes, paths
-from .errors import ConfigError
+from memvault import paths
+from memvault.errors import ConfigError
+from memvault.store import notes
 
 
 def _opt(
@@ -214,10 +215,10 @@ def write_vault_root(vault_root: Path, path: Path | None = None) -> Path:
     from_dict({**data, "vault": section}, origin=str(path))  # never write a file we would refuse to read
     # Only the `vault:` block is rewritten; the user's comments and other sections stay as they are.
     text = notes.with_meta(notes.Note(body="", meta=data, frontmatter=raw), {"vault": section}).frontmatter or ""
-    from . import store  # file locking and atomic writes: not needed to read the config (hooks do that)
+    from memvault.store import disk  # file locking and atomic writes: not needed to read the config (hooks do that)
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    store.atomic_write(path, text.encode("utf-8"))
+    disk.atomic_write(path, text.encode("utf-8"))
     return path
 
 

@@ -13,12 +13,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import analytics, catalog, embed, hookstate, indexing, journal, reflect, store
-from . import review as review_mod
-from .errors import MemvaultError
-from .inject import plural
-from .model import ALWAYS_LOAD, ARCHIVE, INBOX, INCUBATOR, REVIEW, Entry, as_datetime
-from .vault import Vault
+from memvault import runtime
+from memvault.errors import MemvaultError
+from memvault.index import catalog, embed
+from memvault.recall import analytics
+from memvault.reflect import review as review_mod
+from memvault.reflect import runner
+from memvault.store import disk, journal
+from memvault.store.model import ALWAYS_LOAD, ARCHIVE, INBOX, INCUBATOR, REVIEW, Entry, as_datetime
+from memvault.text import plural
+from memvault.vault import indexing
+from memvault.vault.core import Vault
 
 # Entries that are never injected by design: queues, the archive, ideas (incubating), and superseded ones.
 _NOT_RECALLED_AREAS = (INBOX, REVIEW, ARCHIVE, INCUBATOR)
@@ -60,7 +65,7 @@ def check(vault: Vault, *, service: bool = True, now: dt.datetime | None = None,
     `project` (default: the current directory) is the Claude Code project whose auto memory is checked.
     """
     now = now or dt.datetime.now(dt.timezone.utc)
-    listing = store.list_markdown(vault.root, vault.ignore)
+    listing = disk.list_markdown(vault.root, vault.ignore)
     memory = [rel for rel in listing.notes if vault.in_memory(rel)]
     problems: list[str] = []
     warnings: list[str] = []
@@ -75,7 +80,7 @@ def check(vault: Vault, *, service: bool = True, now: dt.datetime | None = None,
         problems.append(f"{vault.folder}/ does not exist in the vault: run `memvault init`")
     for path in journal.conflicts(vault.journal_dir):
         problems.append(f"an interrupted write could not be finished because the notes changed since: {path}")
-    copies = [rel for rel in listing.notes if store.is_conflict_copy(rel)]
+    copies = [rel for rel in listing.notes if disk.is_conflict_copy(rel)]
     if copies:
         warnings.append(f"{plural(len(copies), 'sync conflict copy')}: merge them by hand, then delete the copy")
     if invalid:
@@ -83,13 +88,13 @@ def check(vault: Vault, *, service: bool = True, now: dt.datetime | None = None,
     queues = review_mod.counts_of(entries, vault.config.reflection)
     warnings += queues.warnings
     last = _last_reflection(vault)
-    stale = reflect.stale_warning(vault.config, last.timestamp() if last else None, now.timestamp())
+    stale = runner.stale_warning(vault.config, last.timestamp() if last else None, now.timestamp())
     if stale:
         warnings.append(stale)
     embedding = _embedding(vault, index.get("model"), service, warnings)
     unrecalled = _never_recalled(entries, counted, index.get("recall_tracking_since"), vault.config, now)
     auto_memory = _claude_memory(vault, project, warnings)
-    for key, text in hookstate.warnings().items():  # recorded by the hooks' idle sweep
+    for key, text in runtime.warnings().items():  # recorded by the hooks' idle sweep
         if text not in warnings and key != "stale_reflection":  # computed above, from the same facts
             warnings.append(text)
     return Health(
@@ -119,7 +124,7 @@ def check(vault: Vault, *, service: bool = True, now: dt.datetime | None = None,
 
 
 def _last_reflection(vault: Vault) -> dt.datetime | None:
-    last = reflect.last_run(vault)
+    last = runner.last_run(vault)
     return dt.datetime.fromtimestamp(last, dt.timezone.utc) if last else None
 
 
@@ -167,7 +172,7 @@ def _index(
 
 def _embedding(vault: Vault, index_model: Any, ask_service: bool, warnings: list[str]) -> dict[str, Any]:
     """The configured model against the index's vectors and the running service's model."""
-    from . import client
+    from memvault.recall import client
 
     configured = embed.model_name(vault.config.embedding.model)
     info: dict[str, Any] = {
@@ -194,7 +199,7 @@ def _embedding(vault: Vault, index_model: Any, ask_service: bool, warnings: list
 
 def _claude_memory(vault: Vault, project: Path | None, warnings: list[str]) -> dict[str, Any]:
     """Claude Code's built-in auto memory for the project: when it holds notes too, a fact can live in both."""
-    from . import claude_memory_files as claude_memory
+    from memvault.claude import auto_memory_files as claude_memory
 
     info = claude_memory.status(project)
     if info["active"] and info["files"] and vault.config.memory.enabled:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import platformdirs
 
-from .errors import MemvaultError
+from memvault.errors import MemvaultError
 
 APP = "memvault"
 

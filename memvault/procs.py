@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import paths
+from memvault import paths
 
 MAX_LOG = 1024 * 1024
 _WINDOWS_DETACHED = 0x00000008 | 0x00000200 | 0x08000000  # DETACHED_PROCESS, NEW_PROCESS_GROUP, NO_WINDOW

@@ -100,7 +100,7 @@ def main() -> int:
     for var in ("MEMVAULT_VAULT", "MEMVAULT_CONFIG", "MEMVAULT_ENABLED"):
         env.pop(var, None)
     os.environ.update(env)
-    from memvault import client
+    from memvault.recall import client
 
     client.start("default", 30)
     if client.wait_ready(180) is None:

@@ -89,8 +89,8 @@ def reindex(vault: Path, env: dict[str, str], keyword_only: bool) -> tuple[float
 def fill_vectors(index_file: Path, donor_file: Path, env: dict[str, str]) -> int:
     """Give every note without vectors a copy of a real vector from `donor_file` (sizes above --embed-max)."""
     os.environ.update(env)
-    from memvault import db
-    from memvault import index as ix
+    from memvault.index import core as ix
+    from memvault.index import db
 
     donor = ix.open_index(donor_file)
     donors = [bytes(r[0]) for r in donor.conn.execute("SELECT embedding FROM vec_chunks LIMIT 20000")]
@@ -130,13 +130,14 @@ def bare(env: dict[str, str], runs: int) -> list[float]:
 
 def save_to_searchable(vault: Path, env: dict[str, str]) -> float:
     os.environ.update(env)
-    from memvault import client, open_vault, recall
+    from memvault import open_vault
+    from memvault.recall import client, search
 
     v = open_vault(vault)
     started = time.perf_counter()
     saved = v.save("fix", "zz-bench-probe", "# Quokka cache\n\nThe quokka cache must be flushed after a deploy.\n")
     query = "marsupial cache flush after deploy"
-    result = recall.recall_file(v.index_file, query, recall.Options(k=5), client.query_vector)
+    result = search.recall_file(v.index_file, query, search.Options(k=5), client.query_vector)
     elapsed = (time.perf_counter() - started) * 1000
     hit = next((h for h in result.hits if h.path == saved.path), None)
     if hit is None or hit.vec_score <= 0:
@@ -145,7 +146,7 @@ def save_to_searchable(vault: Path, env: dict[str, str]) -> float:
 
 
 def service_peak_mb() -> float:
-    from memvault import client
+    from memvault.recall import client
 
     info = client.status() or {}
     try:
@@ -168,7 +169,7 @@ def main() -> int:
     home = base / "home"
     env = {**os.environ, "MEMVAULT_HOME": str(home), "HF_HUB_OFFLINE": "1"}
     os.environ.update(env)
-    from memvault import client
+    from memvault.recall import client
 
     client.start("default", 30)
     if client.wait_ready(180) is None:

@@ -14,8 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memvault import chunking, embed, fusion, recall, store, sync
-from memvault import index as ix
+from memvault.index import chunking, embed, sync
+from memvault.index import core as ix
+from memvault.recall import fusion, search
+from memvault.store import disk
 
 HERE = Path(__file__).resolve().parent
 LOCOMO = Path("/work/shared/data/locomo/locomo10.json")
@@ -156,7 +158,7 @@ def build(corpus: Corpus, work: Path, embedder: embed.Embedder, cache: Path | No
     db_dir = cache or work
     db_dir.mkdir(parents=True, exist_ok=True)
     index = ix.open_index(db_dir / f"{corpus.name}{tag}.sqlite3", rebuild=True)
-    layout = sync.Layout(root, FOLDER, store.ignore_patterns(root))
+    layout = sync.Layout(root, FOLDER, disk.ignore_patterns(root))
     started = time.perf_counter()
     report = sync.sync(index, layout)
     times["sync_s"] = time.perf_counter() - started
@@ -171,14 +173,14 @@ def build(corpus: Corpus, work: Path, embedder: embed.Embedder, cache: Path | No
 # ---- runs --------------------------------------------------------------------------------------------------
 
 
-def mode_options(mode: str, group: str, k: int) -> tuple[recall.Options, bool]:
+def mode_options(mode: str, group: str, k: int) -> tuple[search.Options, bool]:
     """Options for one mode and whether the query vector is passed (keyword-only runs without one)."""
     if mode == "keyword":
-        return recall.Options(k=k, group=group, fusion="rrf", budget_ms=60_000), False
+        return search.Options(k=k, group=group, fusion="rrf", budget_ms=60_000), False
     if mode == "vector":  # fused by weights 1/0: only the vector side orders the top-k
-        return recall.Options(k=k, group=group, fusion="weighted", vector_weight=1.0, keyword_weight=0.0,
+        return search.Options(k=k, group=group, fusion="weighted", vector_weight=1.0, keyword_weight=0.0,
                               budget_ms=60_000), True  # fmt: skip
-    return recall.Options(k=k, group=group, fusion=mode, vector_weight=0.7, keyword_weight=0.3, budget_ms=60_000), True
+    return search.Options(k=k, group=group, fusion=mode, vector_weight=0.7, keyword_weight=0.3, budget_ms=60_000), True
 
 
 @dataclass
@@ -222,7 +224,7 @@ def run_queries(built: Built, corpus: Corpus, embedder: embed.Embedder, modes: S
         return embedder.name, vectors[text]
 
     for q in corpus.queries[:20]:  # warm SQLite's page cache so the first timed mode is not penalised
-        recall.recall(built.index, q.text, mode_options("rrf", q.group, k)[0], query_vector)
+        search.recall(built.index, q.text, mode_options("rrf", q.group, k)[0], query_vector)
     ranked: dict[str, list[list[str]]] = {}
     captures: list[Capture] = []
     for mode in dict.fromkeys(["adaptive", *modes]):  # the first pass also records fusion's inputs
@@ -231,7 +233,7 @@ def run_queries(built: Built, corpus: Corpus, embedder: embed.Embedder, modes: S
         with capturing(captures) if mode == "adaptive" else _nothing():
             for q in corpus.queries:
                 options, use_vector = mode_options(mode, q.group, k)
-                res = recall.recall(built.index, q.text, options, query_vector if use_vector else None)
+                res = search.recall(built.index, q.text, options, query_vector if use_vector else None)
                 out.append([h.path for h in res.hits])
         seconds[mode] = time.perf_counter() - started
         ranked[mode] = out
@@ -403,7 +405,7 @@ def apply_experiments(args: argparse.Namespace) -> str:
     """Patch recall/chunking for an experiment; returns a tag naming the index variant (for --cache)."""
     tag = ""
     if args.candidates:
-        recall.CANDIDATES = args.candidates
+        search.CANDIDATES = args.candidates
     if args.embed_text == "body":
         chunking.embed_text = lambda title, tags, chunk: chunk.text  # type: ignore[assignment]
         tag += "-bodyonly"
@@ -418,8 +420,8 @@ def apply_experiments(args: argparse.Namespace) -> str:
 
 
 def patch_bm25(weights: list[float]) -> None:
-    """recall._keyword with other bm25 column weights (the SQL text is the only difference)."""
-    real = recall._keyword
+    """search._keyword with other bm25 column weights (the SQL text is the only difference)."""
+    real = search._keyword
     given = ", ".join(f"{w:g}" for w in weights)
 
     class Conn:
@@ -430,7 +432,7 @@ def patch_bm25(weights: list[float]) -> None:
             return self.conn.execute(sql.replace("bm25(chunks_fts, 4.0, 3.0, 2.0, 1.0)", f"bm25(chunks_fts, {given})"),
                                      *params)  # fmt: skip
 
-    def keyword(index: ix.Index, terms: list[str], options: recall.Options) -> dict[int, tuple[float, int]]:
+    def keyword(index: ix.Index, terms: list[str], options: search.Options) -> dict[int, tuple[float, int]]:
         conn = index.conn
         index.conn = Conn(conn)  # type: ignore[assignment]
         try:
@@ -438,7 +440,7 @@ def patch_bm25(weights: list[float]) -> None:
         finally:
             index.conn = conn
 
-    recall._keyword = keyword
+    search._keyword = keyword
 
 
 # ---- main --------------------------------------------------------------------------------------------------
@@ -454,7 +456,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write every number to this file")
     parser.add_argument("--cache", type=Path, help="keep the index databases here and reuse them (default: fresh)")
     parser.add_argument("--analyse", action="store_true", help="also compare fusion variants on the candidates")
-    parser.add_argument("--candidates", type=int, help="experiment: recall.CANDIDATES per side")
+    parser.add_argument("--candidates", type=int, help="experiment: search.CANDIDATES per side")
     parser.add_argument("--bm25", help="experiment: bm25 column weights title,tags,heading,body (default 4,3,2,1)")
     parser.add_argument("--embed-text", choices=("default", "body"), default="default",
                         help="experiment: embed the chunk text without the title")  # fmt: skip
@@ -478,7 +480,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     embedder = embed.load()
     output: dict[str, Any] = {"model": embedder.name, "model_load_s": round(time.perf_counter() - started, 2),
-                              "k": args.k, "candidates": recall.CANDIDATES, "argv": sys.argv[1:]}  # fmt: skip
+                              "k": args.k, "candidates": search.CANDIDATES, "argv": sys.argv[1:]}  # fmt: skip
     print(f"model {embedder.name} loaded in {output['model_load_s']} s")
     with tempfile.TemporaryDirectory(prefix="memvault-bench-") as tmp:
         for corpus in corpora:

@@ -9,7 +9,7 @@
    in the same category, and one of its evidence lines equals or lies within ±3 lines of one of the
    label's lines. Matching is one-to-one: a second candidate on an already matched label is counted
    as a false positive (a duplicate). --verbose lists the false positives and the misses.
-3. End to end: `memvault.reflect.reflect_transcript` over every transcript into a fresh copy of
+3. End to end: `memvault.reflect.runner.reflect_transcript` over every transcript into a fresh copy of
    examples/vault (MEMVAULT_HOME in a temp dir, no LLM): wall time, entries written, and a second
    run that must add nothing.
 """
@@ -32,7 +32,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from memvault import miner, transcript  # noqa: E402
+from memvault.reflect import miner, transcript  # noqa: E402
 
 DATA = REPO.parent / "shared" / "data" / "claude-code-transcripts"
 LABELS = REPO / "scripts" / "data" / "reflect_labels.json"
@@ -176,12 +176,13 @@ def end_to_end(data: Path) -> dict[str, Any]:
     entries run 1 wrote stands between the candidates and the vault.
     """
     try:
-        from memvault import client, open_vault
-        from memvault import reflect as reflect_mod
+        from memvault import open_vault
+        from memvault.recall import client
+        from memvault.reflect import runner as reflect_mod
     except ImportError as exc:
-        return {"skipped": f"memvault.reflect not available ({exc})"}
+        return {"skipped": f"memvault.reflect.runner not available ({exc})"}
     if not hasattr(reflect_mod, "reflect_transcript"):
-        return {"skipped": "memvault.reflect has no reflect_transcript"}
+        return {"skipped": "memvault.reflect.runner has no reflect_transcript"}
     paths = files(data)
     result: dict[str, Any] = {"transcripts": len(paths), "bytes": sum(p.stat().st_size for p in paths)}
     with tempfile.TemporaryDirectory(prefix="bench-reflect-") as tmp:

@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from memvault import client
+from memvault.recall import client
 
 
 def main(argv: list[str]) -> int:
@@ -23,9 +23,9 @@ def main(argv: list[str]) -> int:
     if "--keyword-only" not in argv:
         result = client.recall(str(index_file), prompt, {"k": 5, "budget_ms": 230}, timeout=0.25)
     if result is None:
-        from memvault import recall
+        from memvault.recall import search
 
-        result = recall.recall_file(index_file, prompt, recall.Options(k=5, budget_ms=300), None).as_dict()
+        result = search.recall_file(index_file, prompt, search.Options(k=5, budget_ms=300), None).as_dict()
     context = "\n".join(f"- {h['title']} ({h['path']}): {h['snippet']}" for h in result["hits"])
     output = {
         "hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": context},

@@ -36,7 +36,7 @@ def memvault_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[P
         monkeypatch.delenv(var, raising=False)
     yield home
     if (home / "run").is_dir():  # this test's own service, even if the test pointed MEMVAULT_HOME elsewhere
-        from memvault import client
+        from memvault.recall import client
 
         monkeypatch.setenv("MEMVAULT_HOME", str(home))
         client.stop(timeout=10)
@@ -81,6 +81,6 @@ def snapshot(root: Path) -> dict[str, bytes]:
 def embedder():
     """The real packaged embedding model, loaded once per test run (about 7 s)."""
     pytest.importorskip("sentence_transformers")
-    from memvault import embed
+    from memvault.index import embed
 
     return embed.load()

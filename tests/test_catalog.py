@@ -5,7 +5,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from memvault import indexing, open_vault
+from memvault import open_vault
+from memvault.vault import indexing
 
 
 def normalised(entries) -> list:

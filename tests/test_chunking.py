@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from memvault import chunking
-from memvault.chunking import Chunk
+from memvault.index import chunking
+from memvault.index.chunking import Chunk
 
 
 def test_chunks_follow_headings_and_skip_headings_inside_code() -> None:

@@ -1,4 +1,4 @@
-"""`memvault import-claude-memory` and `claude_memory.status` on a real-shaped auto memory folder and a real vault."""
+"""`memvault import-claude-memory` and `auto_memory.status` on a real-shaped auto memory folder and a real vault."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memvault import claude_memory, open_vault
+from memvault import open_vault
+from memvault.claude import auto_memory
 from memvault.cli import cli
-from memvault.vault import Vault
+from memvault.vault.core import Vault
 
 from .conftest import git, snapshot
 
@@ -85,7 +86,7 @@ def project(tmp_path: Path, claude: Path) -> Path:
     """A project with a Claude Code auto memory folder: MEMORY.md plus three topic files."""
     root = (tmp_path / "work" / "shop_api").resolve()
     root.mkdir(parents=True)
-    memory = claude / "projects" / claude_memory.project_key(root) / "memory"
+    memory = claude / "projects" / auto_memory.project_key(root) / "memory"
     write(memory / "MEMORY.md", MEMORY_INDEX)
     for name, text in TOPICS.items():
         write(memory / name, text)
@@ -103,11 +104,11 @@ def imported(vault: Vault) -> dict[str, dict]:
 
 
 def test_project_key_matches_claude_codes_folder_names() -> None:
-    assert claude_memory.project_key(Path("/home/me/my_app.v2")) == "-home-me-my-app-v2"
+    assert auto_memory.project_key(Path("/home/me/my_app.v2")) == "-home-me-my-app-v2"
 
 
 def test_import_maps_each_fact_to_an_entry_with_provenance(vault: Vault, claude: Path, project: Path) -> None:
-    report = claude_memory.import_memory(vault, project=project)
+    report = auto_memory.import_memory(vault, project=project)
     assert report.errors == [] and report.duplicates == []
     entries = imported(vault)
     assert sorted(entries) == sorted(report.created) and len(entries) == 5
@@ -129,7 +130,7 @@ def test_import_maps_each_fact_to_an_entry_with_provenance(vault: Vault, claude:
 
 
 def test_secrets_and_private_spans_never_reach_the_vault(vault: Vault, claude: Path, project: Path) -> None:
-    report = claude_memory.import_memory(vault, project=project)
+    report = auto_memory.import_memory(vault, project=project)
     text = "".join((vault.root / rel).read_text() for rel in report.created)
     assert TOKEN not in text and "[REDACTED:github_token]" in text
     assert "555-0100" not in text and "release manager" not in text
@@ -137,10 +138,10 @@ def test_secrets_and_private_spans_never_reach_the_vault(vault: Vault, claude: P
 
 
 def test_a_rerun_imports_nothing_and_commits_nothing(git_vault: Vault, claude: Path, project: Path) -> None:
-    claude_memory.import_memory(git_vault, project=project)
+    auto_memory.import_memory(git_vault, project=project)
     before = snapshot(git_vault.root)
     commits = git(git_vault.root, "rev-list", "--count", "HEAD")
-    report = claude_memory.import_memory(git_vault, project=project)
+    report = auto_memory.import_memory(git_vault, project=project)
     assert report.created == report.updated == [] and len(report.unchanged) == 5
     assert snapshot(git_vault.root) == before
     assert git(git_vault.root, "rev-list", "--count", "HEAD") == commits
@@ -149,17 +150,17 @@ def test_a_rerun_imports_nothing_and_commits_nothing(git_vault: Vault, claude: P
 def test_a_changed_topic_updates_its_entry_unless_edited_in_the_vault(
     vault: Vault, claude: Path, project: Path
 ) -> None:
-    claude_memory.import_memory(vault, project=project)
-    memory = claude_memory.memory_dir(project)
+    auto_memory.import_memory(vault, project=project)
+    memory = auto_memory.memory_dir(project)
     write(memory / "project_freeze.md", TOPICS["project_freeze.md"].replace("2026-12-01", "2026-12-08"))
-    report = claude_memory.import_memory(vault, project=project)
+    report = auto_memory.import_memory(vault, project=project)
     rel = P + "domain/release-freeze.md"
     assert report.updated == [rel] and report.created == []
     assert "2026-12-08" in vault.read(rel).note.body
 
     vault.update(rel, body="# Release freeze\n\nMy own wording of the freeze.\n")
     write(memory / "project_freeze.md", TOPICS["project_freeze.md"].replace("2026-12-01", "2026-12-15"))
-    report = claude_memory.import_memory(vault, project=project)
+    report = auto_memory.import_memory(vault, project=project)
     assert report.updated == [] and "edited in the vault" in report.skipped[0]["reason"]
     assert "My own wording" in vault.read(rel).note.body
 
@@ -171,7 +172,7 @@ def test_a_similar_existing_entry_is_not_duplicated(vault: Vault, claude: Path, 
         "run them against a real Postgres, not mocks. Use the pg_container fixture for anything touching SQL; a mocked "
         "test passed last quarter while the production migration failed.\n",
     ).path  # fmt: skip
-    report = claude_memory.import_memory(vault, project=project)
+    report = auto_memory.import_memory(vault, project=project)
     assert [d["of"] for d in report.duplicates] == [existing]
     assert report.duplicates[0]["key"].endswith("feedback_testing.md") and report.duplicates[0]["measure"] == "keyword"
     assert not (vault.root / P / "preference" / "testing-preference.md").exists()
@@ -179,7 +180,7 @@ def test_a_similar_existing_entry_is_not_duplicated(vault: Vault, claude: Path, 
 
 
 def test_review_puts_imports_in_the_review_queue(vault: Vault, claude: Path, project: Path) -> None:
-    report = claude_memory.import_memory(vault, project=project, review=True)
+    report = auto_memory.import_memory(vault, project=project, review=True)
     assert report.created and all(rel.startswith(P + "_review/") for rel in report.created)
     assert vault.read(report.created[0]).note.meta["route"] == "review"
 
@@ -189,45 +190,45 @@ def test_dry_run_and_all_projects(vault: Vault, claude: Path, project: Path, tmp
         claude / "projects" / "-srv-other" / "memory" / "MEMORY.md", "- Build the docs with `mkdocs build --strict`.\n"
     )
     before = snapshot(vault.root)
-    report = claude_memory.import_memory(vault, all_projects=True, dry_run=True)
+    report = auto_memory.import_memory(vault, all_projects=True, dry_run=True)
     assert len(report.folders) == 2 and len(report.created) == 6
     assert snapshot(vault.root) == before
 
 
 def test_missing_memory_folder_is_a_clear_error(vault: Vault, claude: Path, tmp_path: Path) -> None:
-    with pytest.raises(claude_memory.MemvaultError, match="no Claude Code auto memory"):
-        claude_memory.import_memory(vault, project=tmp_path)
+    with pytest.raises(auto_memory.MemvaultError, match="no Claude Code auto memory"):
+        auto_memory.import_memory(vault, project=tmp_path)
 
 
 def test_a_malformed_topic_file_is_reported_and_the_rest_imported(vault: Vault, claude: Path, project: Path) -> None:
-    write(claude_memory.memory_dir(project) / "broken.md", "---\nname: [oops\n---\nbody\n")
-    report = claude_memory.import_memory(vault, project=project)
+    write(auto_memory.memory_dir(project) / "broken.md", "---\nname: [oops\n---\nbody\n")
+    report = auto_memory.import_memory(vault, project=project)
     assert len(report.created) == 5 and report.errors[0]["path"].endswith("broken.md")
 
 
 def test_status_with_each_switch(claude: Path, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    on = claude_memory.status(project)
+    on = auto_memory.status(project)
     assert on["active"] is True and on["files"] == 4 and on["topics"] == 3 and on["index"] is True
     assert on["reason"] == "on by default"
 
     write(claude / "settings.json", json.dumps({"autoMemoryEnabled": False}))
-    off = claude_memory.status(project)
+    off = auto_memory.status(project)
     assert off["active"] is False and "settings.json" in off["reason"]
 
     write(project / ".claude" / "settings.json", json.dumps({"autoMemoryEnabled": True}))
-    assert claude_memory.status(project)["active"] is True  # the project's setting wins over the user's
+    assert auto_memory.status(project)["active"] is True  # the project's setting wins over the user's
 
     write(project / ".claude" / "settings.local.json", json.dumps({"env": {"CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1"}}))
-    assert claude_memory.status(project)["active"] is False
+    assert auto_memory.status(project)["active"] is False
 
     (project / ".claude" / "settings.local.json").unlink()
     monkeypatch.setenv("CLAUDE_CODE_DISABLE_AUTO_MEMORY", "1")
-    env = claude_memory.status(project)
+    env = auto_memory.status(project)
     assert env["active"] is False and env["reason"] == "CLAUDE_CODE_DISABLE_AUTO_MEMORY is set"
 
 
 def test_status_of_a_project_without_memory(claude: Path, tmp_path: Path) -> None:
-    info = claude_memory.status(tmp_path)
+    info = auto_memory.status(tmp_path)
     assert info["active"] is True and info["files"] == 0 and info["index"] is False
 
 
@@ -247,10 +248,10 @@ def test_cli_import_json_then_human(vault_dir: Path, claude: Path, project: Path
 
 
 def test_an_imported_entry_you_delete_is_not_imported_again(vault: Vault, claude: Path, project: Path) -> None:
-    first = claude_memory.import_memory(vault, project=project, review=True)
+    first = auto_memory.import_memory(vault, project=project, review=True)
     rejected = next(rel for rel in first.created if "release-freeze" in rel)
     vault.remove(rejected, reason="rejected in review")
-    report = claude_memory.import_memory(vault, project=project)
+    report = auto_memory.import_memory(vault, project=project)
     assert report.created == [] and len(report.unchanged) == 4
     assert [s["key"].rsplit("/", 1)[-1] for s in report.skipped] == ["project_freeze.md"]
     assert "deleted from the vault" in report.skipped[0]["reason"]

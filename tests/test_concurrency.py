@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from memvault import notes, open_vault, store
+from memvault import open_vault
+from memvault.store import disk, notes
 
 from .conftest import git
 
@@ -60,7 +61,7 @@ def test_eight_processes_at_once(vault_dir: Path) -> None:
             assert nf.note.ok and nf.note.body == f"Fix number {j} from worker {i}.\n" * 50  # whole, not torn
     archived = [e for e in vault.list(status="superseded") if "uv-for-envs" in e.path]
     assert len(archived) == 1
-    for rel in store.list_markdown(vault_dir).notes:
+    for rel in disk.list_markdown(vault_dir).notes:
         assert notes.parse((vault_dir / rel).read_text()).ok or rel.startswith("Templates/")
     # one commit per successful mutation: 8 × (4 saves + 1 evolve) + the one winning evolve
     assert git(vault_dir, "rev-list", "--count", "HEAD").strip() == str(1 + 8 * 5 + 1)

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from memvault import health, recall
-from memvault.store import ignore_patterns
+from memvault import health
+from memvault.recall import scan, search
+from memvault.store.disk import ignore_patterns
 
 ORIGINAL = "MemoryVault/personal-private/preference/uv-for-envs.md"
 COPIES = (
@@ -45,8 +46,8 @@ def test_copy_arriving_later_is_not_indexed(vault, vault_dir: Path) -> None:
 def test_file_scan_without_index_skips_copies(vault_dir: Path) -> None:
     copy = COPIES[1]
     shutil.copyfile(vault_dir / ORIGINAL, vault_dir / copy)
-    result = recall.scan(
-        vault_dir, "MemoryVault", ignore_patterns(vault_dir), "uv sync lockfile", recall.Options(k=10, budget_ms=5000)
+    result = scan.scan(
+        vault_dir, "MemoryVault", ignore_patterns(vault_dir), "uv sync lockfile", search.Options(k=10, budget_ms=5000)
     )
     paths = [hit.path for hit in result.hits]
     assert ORIGINAL in paths

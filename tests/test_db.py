@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from memvault import db
 from memvault.errors import MemvaultError
+from memvault.index import db
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -117,7 +117,7 @@ def _run(
 
 PROBE = """
 import json, sys
-from memvault import db
+from memvault.index import db
 from memvault.errors import MemvaultError
 out = {"binding": db.binding_name()}
 kw = db.connect(sys.argv[1], vector=False)
@@ -154,7 +154,7 @@ def test_each_binding_when_forced(binding: str, tmp_path: Path) -> None:
 
 def test_unknown_forced_binding_is_a_config_error() -> None:
     proc = subprocess.run(
-        [sys.executable, "-c", "from memvault import db; db.binding_name()"],
+        [sys.executable, "-c", "from memvault.index import db; db.binding_name()"],
         env={**os.environ, "MEMVAULT_SQLITE_BINDING": "apsw"},
         capture_output=True,
         text=True,
@@ -165,14 +165,14 @@ def test_unknown_forced_binding_is_a_config_error() -> None:
 
 def test_vector_connect_imports_neither_numpy_nor_the_sqlite_vec_package(tmp_path: Path) -> None:
     code = (
-        "import sys, memvault.db as d\n"
+        "import sys, memvault.index.db as d\n"
         f"c = d.connect({str(tmp_path / 'hook.db')!r})\n"
         "print(d.vec_version(c), 'numpy' in sys.modules, 'sqlite_vec' in sys.modules)\n"
     )
     proc = _run(code, importtime=True)
     assert proc.stdout.split()[1:] == ["False", "False"] and proc.stdout.startswith("v")
     imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
-    assert "memvault.db" in imported  # the importtime output is really there
+    assert "memvault.index.db" in imported  # the importtime output is really there
     assert not {name for name in imported if name.split(".")[0] in {"numpy", "sqlite_vec"}}
     assert "numpy" not in proc.stderr
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from memvault import open_vault, reflect
+from memvault import open_vault
+from memvault.reflect import runner
 
 from .conftest import REPO
 
@@ -17,7 +18,7 @@ P = "MemoryVault/personal-private/"
 
 @pytest.fixture(autouse=True)
 def no_service(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(reflect, "WAIT_SERVICE_S", 0.0)
+    monkeypatch.setattr(runner, "WAIT_SERVICE_S", 0.0)
 
 
 def test_tutorial_transcript_saves_one_queues_one_and_inboxes_one(tmp_path: Path) -> None:
@@ -27,7 +28,7 @@ def test_tutorial_transcript_saves_one_queues_one_and_inboxes_one(tmp_path: Path
     (root / "MemoryVault").mkdir()
     vault = open_vault(root)
 
-    report = reflect.reflect_transcript(vault, TRANSCRIPT)
+    report = runner.reflect_transcript(vault, TRANSCRIPT)
     assert (report.turns, report.candidates) == (10, 3)
     assert [(r["action"], r["confidence"]) for r in report.routes] == [
         ("save", "high"),
@@ -42,5 +43,5 @@ def test_tutorial_transcript_saves_one_queues_one_and_inboxes_one(tmp_path: Path
     saved = vault.read(report.written[0]).note.meta
     assert (saved["rule"], saved["source"]) == ("from-now-on", "5d1c0e2a-8f3b-4c1e-9a7d-2b6f0e4c9a11")
 
-    again = reflect.reflect_transcript(vault, TRANSCRIPT)
+    again = runner.reflect_transcript(vault, TRANSCRIPT)
     assert (again.turns, again.written) == (0, [])

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from memvault import fusion
-from memvault.fusion import METHODS, fuse
+from memvault.recall import fusion
+from memvault.recall.fusion import METHODS, fuse
 
 
 def keys(ranked: list[tuple[str, float]]) -> list[str]:

@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memvault import analytics, health, hookstate, indexing, open_vault
 from memvault import config as config_mod
+from memvault import health, open_vault, runtime
 from memvault.cli import cli
+from memvault.recall import analytics
+from memvault.vault import indexing
 from tests.test_hooks import hook_vault, payload, run_hook  # noqa: F401  (hook_vault is a fixture)
 
 FLAKY = "how do I fix a flaky test that fails only sometimes on CI?"
@@ -76,9 +78,9 @@ def test_queue_thresholds_warn(vault_dir: Path) -> None:
 def test_no_reflection_for_a_week_of_sessions_warns(vault_dir: Path) -> None:
     vault = open_vault(vault_dir)
     assert not any("reflection" in w for w in health.check(vault, service=False).warnings)
-    hookstate.write_start_marker("old-session", {})
+    runtime.write_start_marker("old-session", {})
     old = time.time() - 9 * 86400
-    os.utime(hookstate.marker("old-session", "start"), (old, old))
+    os.utime(runtime.marker("old-session", "start"), (old, old))
     assert any("7+ days" in w for w in health.check(vault, service=False).warnings)
 
 
@@ -120,7 +122,7 @@ def test_missing_memory_folder_is_unhealthy_exit_1(tmp_path: Path) -> None:
 
 def test_injections_are_counted_once_and_old_unrecalled_entries_listed(hook_vault: Path) -> None:  # noqa: F811
     result = run_hook("user_prompt_submit", payload("UserPromptSubmit", prompt=FLAKY))
-    injected = [r for r in hookstate.read_log() if r.get("hook") == "UserPromptSubmit"][-1]["injected"]
+    injected = [r for r in runtime.read_log() if r.get("hook") == "UserPromptSubmit"][-1]["injected"]
     assert result.returncode == 0 and injected
     vault = open_vault(hook_vault)
     first = health.check(vault, service=False)
@@ -181,13 +183,13 @@ def test_recall_counts_survive_a_full_reindex(vault_dir: Path, tmp_path: Path) -
 def test_claude_codes_own_auto_memory_next_to_memvault_is_reported(
     vault_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memvault import claude_memory
+    from memvault.claude import auto_memory
 
     project = tmp_path / "project"
     project.mkdir()
     vault = open_vault(vault_dir)
     assert not any("auto memory" in w for w in health.check(vault, service=False, project=project).warnings)
-    memory = claude_memory.memory_dir(project.resolve())
+    memory = auto_memory.memory_dir(project.resolve())
     memory.mkdir(parents=True)
     (memory / "MEMORY.md").write_text("- Use uv for environments\n", encoding="utf-8")
     report = health.check(vault, service=False, project=project)

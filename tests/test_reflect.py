@@ -10,8 +10,9 @@ from typing import ClassVar
 import filelock
 import pytest
 
-from memvault import open_vault, reflect
-from memvault.vault import Vault
+from memvault import open_vault
+from memvault.reflect import runner
+from memvault.vault.core import Vault
 
 from .conftest import SHARED_DATA, snapshot
 
@@ -22,7 +23,7 @@ P = "MemoryVault/personal-private/"
 @pytest.fixture(autouse=True)
 def no_service(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests never start the real embedding service; the ones that need vectors give a local model."""
-    monkeypatch.setattr(reflect, "WAIT_SERVICE_S", 0.0)
+    monkeypatch.setattr(runner, "WAIT_SERVICE_S", 0.0)
 
 
 def write_transcript(path: Path, session: str, turns: list[tuple[str, str]], *, append: bool = False) -> Path:
@@ -57,7 +58,7 @@ def captured(vault: Vault) -> dict[str, bytes]:
 
 def test_real_transcripts_no_crash_provenance_and_second_pass_adds_nothing(vault: Vault) -> None:
     before = captured(vault)
-    first = reflect.reflect_corpus(vault, TRANSCRIPTS)
+    first = runner.reflect_corpus(vault, TRANSCRIPTS)
     assert first.files == 14 and not first.errors and not first.halted
     assert first.reflected == 14 and first.written, "the real transcripts hold at least a few captures"
     for rel in first.written:
@@ -67,20 +68,20 @@ def test_real_transcripts_no_crash_provenance_and_second_pass_adds_nothing(vault
         assert all(ref.startswith("L") for ref in meta["evidence"])
     after_first = captured(vault)
     assert set(after_first) - set(before) == set(first.written)
-    second = reflect.reflect_corpus(vault, TRANSCRIPTS)
+    second = runner.reflect_corpus(vault, TRANSCRIPTS)
     assert second.written == [] and second.unchanged == 14 and captured(vault) == after_first
     # Even with the cursors forgotten, the per-transcript records and duplicate detection add nothing.
     for state in (vault.state_dir / "reflect" / "transcripts").glob("*.json"):
         data = json.loads(state.read_text())
         state.write_text(json.dumps({"keys": data["keys"]}))
-    third = reflect.reflect_corpus(vault, TRANSCRIPTS)
+    third = runner.reflect_corpus(vault, TRANSCRIPTS)
     assert third.written == [] and third.reflected == 14 and captured(vault) == after_first
-    assert reflect.last_run(vault) is not None
+    assert runner.last_run(vault) is not None
 
 
 def test_high_confidence_preference_is_saved_with_provenance(vault: Vault, tmp_path: Path) -> None:
     path = write_transcript(tmp_path / "s1.jsonl", "sess-1", [ASK, PIP, UV, OK])
-    report = reflect.reflect_transcript(vault, path)
+    report = runner.reflect_transcript(vault, path)
     assert report.session_id == "sess-1" and report.turns == 4
     (route,) = [r for r in report.routes if r["category"] == "preference"]
     assert route["action"] == "save" and route["confidence"] == "high"
@@ -89,22 +90,22 @@ def test_high_confidence_preference_is_saved_with_provenance(vault: Vault, tmp_p
     assert nf.note.meta["source"] == "sess-1" and nf.note.meta["route"] == "saved"
     assert nf.note.meta["evidence"] == ["L3"] and nf.note.meta["rule"]
     assert "always use uv" in nf.note.body
-    assert reflect.pending_bytes(vault, path) == 0
-    again = reflect.reflect_transcript(vault, path)
+    assert runner.pending_bytes(vault, path) == 0
+    again = runner.reflect_transcript(vault, path)
     assert again.turns == 0 and again.written == []
 
 
 def test_incremental_only_the_appended_part_is_mined(vault: Vault, tmp_path: Path) -> None:
     path = write_transcript(tmp_path / "s1.jsonl", "sess-1", [ASK, PIP, UV, OK])
-    first = reflect.reflect_transcript(vault, path)
+    first = runner.reflect_transcript(vault, path)
     assert len(first.written) == 1
     write_transcript(path, "sess-1", [("user", "Never commit directly to main."), OK], append=True)
-    assert reflect.pending_bytes(vault, path) > 0
-    second = reflect.reflect_transcript(vault, path)
+    assert runner.pending_bytes(vault, path) > 0
+    second = runner.reflect_transcript(vault, path)
     assert second.turns == 2
     assert [r["title"] for r in second.routes] == ["Never commit directly to main"]
     assert len(second.written) == 1 and second.written[0] != first.written[0]
-    assert reflect.pending_bytes(vault, path) == 0
+    assert runner.pending_bytes(vault, path) == 0
 
 
 def test_an_incomplete_last_line_waits_until_it_is_complete(vault: Vault, tmp_path: Path) -> None:
@@ -113,11 +114,11 @@ def test_an_incomplete_last_line_waits_until_it_is_complete(vault: Vault, tmp_pa
                        "message": {"role": "user", "content": "Always run ruff before committing."}})  # fmt: skip
     with path.open("a") as fh:
         fh.write(full[:40])
-    assert reflect.reflect_transcript(vault, path).written == []
-    assert reflect.pending_bytes(vault, path) == 40
+    assert runner.reflect_transcript(vault, path).written == []
+    assert runner.pending_bytes(vault, path) == 40
     with path.open("a") as fh:
         fh.write(full[40:] + "\n")
-    report = reflect.reflect_transcript(vault, path)
+    report = runner.reflect_transcript(vault, path)
     assert [r["title"] for r in report.routes] == ["Always run ruff before committing"]
 
 
@@ -128,7 +129,7 @@ def test_private_spans_and_secrets_never_reach_the_vault_or_the_state(vault: Vau
         ("user", "Always deploy through <private>bastion-7.corp.internal</private> the VPN gateway."), OK,
         ("user", f"Remember that the staging token is {token} and always export it as GITHUB_TOKEN."), OK,
     ])  # fmt: skip
-    report = reflect.reflect_transcript(vault, path)
+    report = runner.reflect_transcript(vault, path)
     assert report.written and report.candidates >= 1
     assert any("VPN gateway" in vault.read(p).note.body for p in report.written)
     everything = b"".join(captured(vault).values()) + b"".join(
@@ -140,7 +141,7 @@ def test_private_spans_and_secrets_never_reach_the_vault_or_the_state(vault: Vau
 
 def test_reflection_redacts_what_a_miner_let_through(vault: Vault, tmp_path: Path, monkeypatch) -> None:
     """Whatever a miner returns (the LLM miner is not ours to trust), secrets and private spans are removed."""
-    from memvault import miner
+    from memvault.reflect import miner
 
     token = "ghp_" + "abcdefghijklmnopqrstuvwxyz0123456789"
     leaky = miner.Candidate(
@@ -148,7 +149,7 @@ def test_reflection_redacts_what_a_miner_let_through(vault: Vault, tmp_path: Pat
         evidence=("L3",), confidence="high", rule="test", key=f"fix:export-{token}",
     )  # fmt: skip
     monkeypatch.setattr(miner, "run", lambda turns, miner="offline": ([leaky], "offline"))
-    report = reflect.reflect_transcript(vault, write_transcript(tmp_path / "s.jsonl", "sess-1", [ASK, PIP, UV, OK]))
+    report = runner.reflect_transcript(vault, write_transcript(tmp_path / "s.jsonl", "sess-1", [ASK, PIP, UV, OK]))
     (path,) = report.written
     nf = vault.read(path)
     assert "[REDACTED:" in nf.note.body and nf.note.meta["reflect_key"].startswith("fix:redacted-")
@@ -165,29 +166,29 @@ def test_stop_file_halts_before_starting_and_between_candidates(
     path = write_transcript(tmp_path / "s1.jsonl", "sess-1", [
         ASK, PIP, UV, OK, ("user", "Never commit directly to main."), OK,
     ])  # fmt: skip
-    reflect.stop_file().parent.mkdir(parents=True, exist_ok=True)
-    reflect.stop_file().touch()
+    runner.stop_file().parent.mkdir(parents=True, exist_ok=True)
+    runner.stop_file().touch()
     before = captured(vault)
-    halted = reflect.reflect_transcript(vault, path)
+    halted = runner.reflect_transcript(vault, path)
     assert halted.halted and halted.written == [] and captured(vault) == before
-    assert reflect.pending_bytes(vault, path) == path.stat().st_size and reflect.last_run(vault) is None
-    reflect.stop_file().unlink()
+    assert runner.pending_bytes(vault, path) == path.stat().st_size and runner.last_run(vault) is None
+    runner.stop_file().unlink()
     # The STOP file appears while the first candidate is written: the second one waits.
     real_save = Vault.save
 
     def save_then_stop(self: Vault, *args, **kwargs):
         result = real_save(self, *args, **kwargs)
-        reflect.stop_file().touch()
+        runner.stop_file().touch()
         return result
 
     monkeypatch.setattr(Vault, "save", save_then_stop)
-    partial = reflect.reflect_transcript(vault, path)
-    assert partial.halted and len(partial.written) == 1 and reflect.pending_bytes(vault, path) > 0
+    partial = runner.reflect_transcript(vault, path)
+    assert partial.halted and len(partial.written) == 1 and runner.pending_bytes(vault, path) > 0
     monkeypatch.setattr(Vault, "save", real_save)
-    reflect.stop_file().unlink()
-    rest = reflect.reflect_transcript(vault, path)
+    runner.stop_file().unlink()
+    rest = runner.reflect_transcript(vault, path)
     assert not rest.halted and len(rest.written) == 1 and rest.written != partial.written
-    assert reflect.pending_bytes(vault, path) == 0
+    assert runner.pending_bytes(vault, path) == 0
 
 
 def test_a_pass_that_fails_midway_keeps_what_it_wrote_and_resumes(
@@ -208,10 +209,10 @@ def test_a_pass_that_fails_midway_keeps_what_it_wrote_and_resumes(
 
     monkeypatch.setattr(Vault, "save", busy_on_second)
     with pytest.raises(VaultBusy):
-        reflect.reflect_transcript(vault, path)
+        runner.reflect_transcript(vault, path)
     monkeypatch.setattr(Vault, "save", real_save)
-    assert reflect.pending_bytes(vault, path) == path.stat().st_size
-    rest = reflect.reflect_transcript(vault, path)
+    assert runner.pending_bytes(vault, path) == path.stat().st_size
+    rest = runner.reflect_transcript(vault, path)
     assert [r["title"] for r in rest.routes] == ["Never commit directly to main"] and len(rest.written) == 1
     assert len(list((vault.root / P / "preference").glob("*uv*.md"))) == 2  # the example's, plus one capture
 
@@ -219,17 +220,17 @@ def test_a_pass_that_fails_midway_keeps_what_it_wrote_and_resumes(
 def test_dry_run_writes_nothing_anywhere(vault: Vault, tmp_path: Path) -> None:
     path = write_transcript(tmp_path / "s1.jsonl", "sess-1", [ASK, PIP, UV, OK])
     vault_before = snapshot(vault.root)
-    report = reflect.reflect_transcript(vault, path, dry_run=True)
+    report = runner.reflect_transcript(vault, path, dry_run=True)
     assert report.dry_run and report.written == [] and report.routes[0]["path"].startswith(P + "preference/")
     assert snapshot(vault.root) == vault_before
-    assert not (vault.state_dir / "reflect" / "transcripts").exists() and reflect.last_run(vault) is None
-    assert reflect.pending_bytes(vault, path) == path.stat().st_size
-    assert reflect.reflect_transcript(vault, path).written  # the real pass still does the work
+    assert not (vault.state_dir / "reflect" / "transcripts").exists() and runner.last_run(vault) is None
+    assert runner.pending_bytes(vault, path) == path.stat().st_size
+    assert runner.reflect_transcript(vault, path).written  # the real pass still does the work
 
 
 def test_same_statement_in_a_second_session_is_a_duplicate(vault: Vault, tmp_path: Path) -> None:
-    one = reflect.reflect_transcript(vault, write_transcript(tmp_path / "a.jsonl", "sess-a", [ASK, PIP, UV, OK]))
-    two = reflect.reflect_transcript(vault, write_transcript(tmp_path / "b.jsonl", "sess-b", [ASK, PIP, UV, OK]))
+    one = runner.reflect_transcript(vault, write_transcript(tmp_path / "a.jsonl", "sess-a", [ASK, PIP, UV, OK]))
+    two = runner.reflect_transcript(vault, write_transcript(tmp_path / "b.jsonl", "sess-b", [ASK, PIP, UV, OK]))
     assert len(one.written) == 1 and two.written == []
     (route,) = two.routes
     assert route["action"] == "duplicate" and route["target"] == one.written[0] and route["sessions"] == 2
@@ -239,7 +240,7 @@ def test_low_confidence_seen_in_three_sessions_moves_from_inbox_to_review(vault:
     said = [ASK, PIP, ("user", "Don't add emojis to commit messages."), OK]
     actions, paths = [], []
     for n in range(3):
-        report = reflect.reflect_transcript(vault, write_transcript(tmp_path / f"{n}.jsonl", f"sess-{n}", said))
+        report = runner.reflect_transcript(vault, write_transcript(tmp_path / f"{n}.jsonl", f"sess-{n}", said))
         (route,) = report.routes
         actions.append(route["action"])
         paths.append(route.get("path"))
@@ -252,12 +253,12 @@ def test_low_confidence_seen_in_three_sessions_moves_from_inbox_to_review(vault:
 
 def test_ideas_become_incubator_notes_once(vault: Vault, tmp_path: Path) -> None:
     said = [ASK, PIP, ("user", "We should also add a flaky test detector to CI later."), OK]
-    report = reflect.reflect_transcript(vault, write_transcript(tmp_path / "a.jsonl", "sess-a", said))
+    report = runner.reflect_transcript(vault, write_transcript(tmp_path / "a.jsonl", "sess-a", said))
     (path,) = report.written
     assert path.startswith(P + "_idea-incubator/") and path.endswith("/_index.md")
     meta = vault.read(path).note.meta
     assert meta["kind"] == "idea" and meta["status"] == "incubating" and meta["surfaced_in_session"] == "sess-a"
-    again = reflect.reflect_transcript(vault, write_transcript(tmp_path / "b.jsonl", "sess-b", said))
+    again = runner.reflect_transcript(vault, write_transcript(tmp_path / "b.jsonl", "sess-b", said))
     assert again.written == [] and again.routes[0]["action"] == "duplicate"
 
 
@@ -265,12 +266,12 @@ def test_a_second_reflection_waits_for_the_lock_then_reports_busy(
     vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = write_transcript(tmp_path / "s1.jsonl", "sess-1", [ASK, PIP, UV, OK])
-    monkeypatch.setattr(reflect, "LOCK_WAIT_S", 0.2)
+    monkeypatch.setattr(runner, "LOCK_WAIT_S", 0.2)
     folder = vault.state_dir / "reflect"
     folder.mkdir(parents=True, exist_ok=True)
     with filelock.FileLock(str(folder / "reflect.lock")):
-        report = reflect.reflect_transcript(vault, path)
-    assert report.busy and report.written == [] and reflect.pending_bytes(vault, path) > 0
+        report = runner.reflect_transcript(vault, path)
+    assert report.busy and report.written == [] and runner.pending_bytes(vault, path) > 0
 
 
 def test_corpus_pass_interrupted_then_resumed_finishes_without_duplicates(vault_dir: Path, tmp_path: Path) -> None:
@@ -289,14 +290,14 @@ def test_corpus_pass_interrupted_then_resumed_finishes_without_duplicates(vault_
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        reflect.reflect_corpus(vault, corpus, progress=progress)
+        runner.reflect_corpus(vault, corpus, progress=progress)
     assert len(list((vault_dir / P / "preference").glob("*.md"))) == 4 + 1  # the example's four, plus the first
-    resumed = reflect.reflect_corpus(vault, corpus)
+    resumed = runner.reflect_corpus(vault, corpus)
     assert resumed.unchanged == 1 and resumed.reflected == 2 and len(resumed.written) == 2
     assert len(list((vault_dir / P / "preference").glob("*.md"))) == 4 + 3
-    reflect.stop_file().parent.mkdir(parents=True, exist_ok=True)
-    reflect.stop_file().touch()
-    assert reflect.reflect_corpus(vault, corpus).halted
+    runner.stop_file().parent.mkdir(parents=True, exist_ok=True)
+    runner.stop_file().touch()
+    assert runner.reflect_corpus(vault, corpus).halted
 
 
 class _Cached:
@@ -316,7 +317,9 @@ class _Cached:
 @pytest.fixture
 def vector_vault(vault: Vault, embedder, monkeypatch: pytest.MonkeyPatch) -> Vault:
     """The example vault fully embedded with the real model, which also stands in for the warm service."""
-    from memvault import client, indexing, sync
+    from memvault.index import sync
+    from memvault.recall import client
+    from memvault.vault import indexing
 
     embedder = _Cached(embedder)
     index, _ = indexing.open_index(vault.root, vault.config)
@@ -336,8 +339,8 @@ def test_a_paraphrase_in_another_session_is_a_duplicate_by_meaning(vector_vault:
     """Different words, so a different candidate key: only the cosine (0.84 measured) catches it."""
     first = [ASK, PIP, ("user", "Always use httpx instead of requests."), OK]
     again = [ASK, PIP, ("user", "From now on use httpx, never requests."), OK]
-    one = reflect.reflect_transcript(vector_vault, write_transcript(tmp_path / "a.jsonl", "sess-a", first))
-    two = reflect.reflect_transcript(vector_vault, write_transcript(tmp_path / "b.jsonl", "sess-b", again))
+    one = runner.reflect_transcript(vector_vault, write_transcript(tmp_path / "a.jsonl", "sess-a", first))
+    two = runner.reflect_transcript(vector_vault, write_transcript(tmp_path / "b.jsonl", "sess-b", again))
     assert len(one.written) == 1 and two.written == []
     (route,) = two.routes
     assert route["action"] == "duplicate" and route["target"] == one.written[0] and "cosine" in route["reason"]
@@ -347,8 +350,8 @@ def test_a_paraphrase_in_another_session_is_a_duplicate_by_meaning(vector_vault:
 def test_a_changed_preference_becomes_a_supersede_proposal(vector_vault: Vault, tmp_path: Path) -> None:
     first = [ASK, PIP, ("user", "Always squash merge pull requests."), OK]
     changed = [ASK, PIP, ("user", "From now on use rebase merges for pull requests, not squash."), OK]
-    one = reflect.reflect_transcript(vector_vault, write_transcript(tmp_path / "a.jsonl", "sess-a", first))
-    two = reflect.reflect_transcript(vector_vault, write_transcript(tmp_path / "b.jsonl", "sess-b", changed))
+    one = runner.reflect_transcript(vector_vault, write_transcript(tmp_path / "a.jsonl", "sess-a", first))
+    two = runner.reflect_transcript(vector_vault, write_transcript(tmp_path / "b.jsonl", "sess-b", changed))
     (route,) = two.routes
     assert route["action"] == "supersede" and route["target"] == one.written[0]
     assert route["path"].startswith(P + "_review/")
@@ -359,18 +362,18 @@ def test_a_changed_preference_becomes_a_supersede_proposal(vector_vault: Vault, 
 
 def test_an_unrelated_preference_is_saved_even_with_vectors(vector_vault: Vault, tmp_path: Path) -> None:
     said = [ASK, PIP, ("user", "Always answer me in French."), OK]
-    report = reflect.reflect_transcript(vector_vault, write_transcript(tmp_path / "a.jsonl", "sess-a", said))
+    report = runner.reflect_transcript(vector_vault, write_transcript(tmp_path / "a.jsonl", "sess-a", said))
     assert [r["action"] for r in report.routes] == ["save"]
 
 
 def test_a_reworded_idea_is_found_in_the_incubator_by_meaning(vector_vault: Vault, tmp_path: Path) -> None:
     first = [ASK, PIP, ("user", "We should also add a flaky test detector to CI later."), OK]
     again = [ASK, PIP, ("user", "Later we should add a detector for flaky tests to CI."), OK]
-    one = reflect.reflect_transcript(vector_vault, write_transcript(tmp_path / "a.jsonl", "sess-a", first))
+    one = runner.reflect_transcript(vector_vault, write_transcript(tmp_path / "a.jsonl", "sess-a", first))
     (path,) = one.written  # the example's hand-written flaky-test note is too different in shape (cosine 0.46)
     related = vector_vault.read(path).note.meta["related"]
     assert "[[bisecting-flaky-tests]]" in related and "[[Dana Kim]]" in related and "[[Ideas]]" not in related
-    two = reflect.reflect_transcript(vector_vault, write_transcript(tmp_path / "b.jsonl", "sess-b", again))
+    two = runner.reflect_transcript(vector_vault, write_transcript(tmp_path / "b.jsonl", "sess-b", again))
     (route,) = two.routes
     assert route["action"] == "duplicate" and route["target"] == path and route["key"] != one.routes[0]["key"]
 
@@ -378,7 +381,7 @@ def test_a_reworded_idea_is_found_in_the_incubator_by_meaning(vector_vault: Vaul
 def test_the_llm_miner_runs_once_on_the_final_pass(
     vault_dir: Path, memvault_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memvault import miner
+    from memvault.reflect import miner
 
     memvault_home.mkdir(parents=True, exist_ok=True)
     (memvault_home / "config.yaml").write_text("reflection:\n  miner: claude\n")
@@ -386,8 +389,8 @@ def test_the_llm_miner_runs_once_on_the_final_pass(
     asked = []
     monkeypatch.setattr(miner, "run", lambda turns, miner="offline": (asked.append(miner), ([], "claude"))[1])
     path = write_transcript(tmp_path / "s.jsonl", "sess-1", [ASK, PIP, UV, OK])
-    deferred = reflect.reflect_transcript(vault, path)  # a Stop or idle pass
-    assert deferred.deferred and asked == [] and reflect.pending_bytes(vault, path) > 0
-    final = reflect.reflect_transcript(vault, path, final=True)  # SessionEnd, the CLI, --corpus
+    deferred = runner.reflect_transcript(vault, path)  # a Stop or idle pass
+    assert deferred.deferred and asked == [] and runner.pending_bytes(vault, path) > 0
+    final = runner.reflect_transcript(vault, path, final=True)  # SessionEnd, the CLI, --corpus
     assert not final.deferred and asked == ["claude"] and final.miner == "claude"
-    assert reflect.pending_bytes(vault, path) == 0
+    assert runner.pending_bytes(vault, path) == 0

@@ -148,9 +148,9 @@ def write_session(path: Path, session: str, said: str) -> Path:
 
 
 def test_reflect_session_dry_run_then_for_real(vault_dir: Path, tmp_path: Path, monkeypatch) -> None:
-    from memvault import reflect
+    from memvault.reflect import runner
 
-    monkeypatch.setattr(reflect, "WAIT_SERVICE_S", 0.0)
+    monkeypatch.setattr(runner, "WAIT_SERVICE_S", 0.0)
     path = write_session(tmp_path / "s.jsonl", "sess-1", "From now on, always use uv for Python environments.")
     dry = json.loads(run(vault_dir, "reflect", "--session", str(path), "--dry-run", "--json").output)
     assert dry["dry_run"] and dry["written"] == [] and dry["routes"][0]["action"] == "save"
@@ -163,9 +163,9 @@ def test_reflect_session_dry_run_then_for_real(vault_dir: Path, tmp_path: Path, 
 
 
 def test_reflect_corpus_defaults_to_the_claude_projects_folder(vault_dir: Path, tmp_path: Path, monkeypatch) -> None:
-    from memvault import reflect
+    from memvault.reflect import runner
 
-    monkeypatch.setattr(reflect, "WAIT_SERVICE_S", 0.0)
+    monkeypatch.setattr(runner, "WAIT_SERVICE_S", 0.0)
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude"))
     project = tmp_path / "claude" / "projects" / "-home-u-proj"
     write_session(project / "a.jsonl", "sess-a", "Never commit directly to main.")
@@ -176,7 +176,7 @@ def test_reflect_corpus_defaults_to_the_claude_projects_folder(vault_dir: Path, 
     assert "2 already done" in run(vault_dir, "reflect", "--corpus", str(project)).output
     # Without --session or --corpus: the newest transcript of the current folder's project.
     monkeypatch.chdir(tmp_path)
-    newest = reflect.project_folder(tmp_path)
+    newest = runner.project_folder(tmp_path)
     write_session(newest / "c.jsonl", "sess-c", "Always use httpx instead of requests.")
     shown = json.loads(run(vault_dir, "reflect", "--json").output)
     assert shown["transcript"] == str(newest / "c.jsonl") and len(shown["written"]) == 1

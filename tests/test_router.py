@@ -7,8 +7,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from memvault import config, router
-from memvault.router import Nearest, Thresholds, route
+from memvault import config
+from memvault.reflect import router
+from memvault.reflect.router import Nearest, Thresholds, route
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Tests for memvault.secrets: detection, line numbers, redaction and false positives."""
+"""Tests for memvault.store.secrets: detection, line numbers, redaction and false positives."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 
-from memvault.secrets import RULES, Finding, describe, redact, scan
+from memvault.store.secrets import RULES, Finding, describe, redact, scan
 
 # Fake secrets are assembled from pieces so this file never contains a literal that
 # looks like a live credential.

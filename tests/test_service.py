@@ -23,11 +23,13 @@ from typing import Any
 import filelock
 import pytest
 
-from memvault import client, embed, paths, service
+from memvault import paths
 from memvault.errors import MemvaultError
+from memvault.index import embed
+from memvault.recall import client, service
 
 TRANSPORT = "MEMVAULT_SERVICE_TRANSPORT"
-HEAVY = ["numpy", "torch", "yaml", "click", "rich", "filelock", "sentence_transformers", "memvault.embed"]
+HEAVY = ["numpy", "torch", "yaml", "click", "rich", "filelock", "sentence_transformers", "memvault.index.embed"]
 HAVE_MODEL = all(importlib.util.find_spec(name) for name in ("sentence_transformers", embed.DEFAULT_PACKAGE))
 needs_model = pytest.mark.skipif(not HAVE_MODEL, reason="the packaged embedding model is not installed")
 needs_unix = pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="Unix sockets only")
@@ -97,7 +99,7 @@ def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Running, 
         pytest.skip("the packaged embedding model is not installed")
     home = tmp_path_factory.mktemp("svc")
     with open(home / "spawned.log", "ab") as log:
-        command = [sys.executable, "-m", "memvault.service", "--idle-minutes", "10"]
+        command = [sys.executable, "-m", "memvault.recall.service", "--idle-minutes", "10"]
         proc = subprocess.Popen(command, env=service_env(home), stdout=subprocess.DEVNULL, stderr=log)
     try:
         local = embed.load()
@@ -135,7 +137,7 @@ def local_model(shared: tuple[Running, embed.Embedder]) -> embed.Embedder:
 
 def test_client_import_loads_nothing_heavy(tmp_path: Path) -> None:
     probe = (
-        "import json, sys, memvault.client as c; r = c.embed(['x']); s = c.status();"
+        "import json, sys, memvault.recall.client as c; r = c.embed(['x']); s = c.status();"
         f"print(json.dumps([[m for m in {HEAVY!r} if m in sys.modules], r, s]))"
     )
     out = subprocess.run(
@@ -294,7 +296,7 @@ def test_a_second_instance_exits_and_the_first_keeps_serving(running: Running) -
     assert client.start() is False  # the lock is held: nothing is spawned
     started = time.monotonic()
     second = subprocess.run(
-        [sys.executable, "-m", "memvault.service", "--idle-minutes", "1"],
+        [sys.executable, "-m", "memvault.recall.service", "--idle-minutes", "1"],
         env=service_env(running.home),
         capture_output=True,
         text=True,

@@ -7,7 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from memvault import indexing, open_vault, paths, recall, service, sync, vecmem
+from memvault import open_vault, paths
+from memvault.index import sync
+from memvault.recall import search, service, vecmem
+from memvault.vault import indexing
 
 from .test_recall import NOTES, local
 
@@ -33,7 +36,7 @@ def indexed(tmp_path: Path, embedder) -> tuple[Path, Path]:
     return root, vault.index_file
 
 
-def fresh(cache: vecmem.VectorCache, path: Path) -> recall.NearestChunks:
+def fresh(cache: vecmem.VectorCache, path: Path) -> search.NearestChunks:
     assert cache.nearest_for(path) is None  # the first call starts the copy; recall goes to sqlite-vec meanwhile
     assert cache.wait_idle(30)
     found = cache.nearest_for(path)
@@ -44,12 +47,12 @@ def fresh(cache: vecmem.VectorCache, path: Path) -> recall.NearestChunks:
 def test_in_memory_nearest_chunks_match_sqlite_vec(indexed, embedder) -> None:
     _, index_file = indexed
     in_memory = fresh(vecmem.VectorCache(), index_file)
-    index = recall.open_reader(index_file)
+    index = search.open_reader(index_file)
     try:
         for query in QUERIES:
             blob = embedder.encode([query])[0]
             for cap, group in ((0, None), (1, None), (0, "work"), (1, "personal-private")):
-                expected = recall.sqlite_nearest(index, blob, 6, cap, group)
+                expected = search.sqlite_nearest(index, blob, 6, cap, group)
                 got = in_memory(index, blob, 6, cap, group)
                 assert list(got) == list(expected), (query, cap, group)
                 assert all(abs(got[c] - expected[c]) < 1e-4 for c in got)
@@ -65,10 +68,10 @@ def test_a_write_makes_the_copy_stale_until_it_is_reloaded(indexed, embedder) ->
     open_vault(root).save("fix", "clutch", "# Clutch\n\nA slipping clutch needs new friction plates.\n")
     assert cache.nearest_for(index_file) is None  # never an old copy after a save
     found = fresh(cache, index_file)
-    index = recall.open_reader(index_file)
+    index = search.open_reader(index_file)
     try:
         blob = embedder.encode(["the clutch is slipping"])[0]
-        assert list(found(index, blob, 3, 0, None)) == list(recall.sqlite_nearest(index, blob, 3, 0, None))
+        assert list(found(index, blob, 3, 0, None)) == list(search.sqlite_nearest(index, blob, 3, 0, None))
     finally:
         index.close()
 
@@ -87,7 +90,7 @@ def test_service_recall_request(indexed, embedder, memvault_home: Path) -> None:
         reply = ask(index=str(index_file), query=query, options={"k": 3, "budget_ms": 5000})
         assert reply["ok"] and reply["result"]["mode"] == "vector"
         assert Path(reply["result"]["hits"][0]["path"]).stem == "car"
-        expected = recall.recall_file(index_file, query, recall.Options(k=3, budget_ms=5000), local(embedder))
+        expected = search.recall_file(index_file, query, search.Options(k=3, budget_ms=5000), local(embedder))
         assert [h["path"] for h in reply["result"]["hits"]] == [h.path for h in expected.hits]
         assert server.vectors.wait_idle(30)  # the second request uses the in-memory copy: same answer
         again = ask(index=str(index_file), query=query, options={"k": 3, "budget_ms": 5000})

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memvault import open_vault, skills_index
+from memvault import open_vault
+from memvault.claude import skills_index
 from memvault.cli import cli
-from memvault.vault import Vault
+from memvault.vault.core import Vault
 
 from .conftest import git, snapshot
 

@@ -1,4 +1,4 @@
-"""store.py: the read scope walk, unreadable files, atomic writes."""
+"""disk.py: the read scope walk, unreadable files, atomic writes."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from memvault import store
 from memvault.errors import MemvaultError
+from memvault.store import disk
 
 
 def test_walk_ignores_obsidian_trash_templates_and_configured_globs(vault_dir: Path) -> None:
@@ -17,12 +17,12 @@ def test_walk_ignores_obsidian_trash_templates_and_configured_globs(vault_dir: P
     (vault_dir / ".trash" / "old.md").write_text("gone")
     (vault_dir / "Drafts").mkdir()
     (vault_dir / "Drafts" / "wip.md").write_text("wip")
-    found = store.list_markdown(vault_dir, store.ignore_patterns(vault_dir, ("Drafts",))).notes
+    found = disk.list_markdown(vault_dir, disk.ignore_patterns(vault_dir, ("Drafts",))).notes
     assert "Ideas.md" in found and "Notes/Postgres indexing.md" in found
     assert not [p for p in found if p.startswith((".obsidian", ".trash", "Templates", "Drafts"))]
     # the Templates folder comes from .obsidian/templates.json; renaming it there moves the exclusion
     (vault_dir / ".obsidian" / "templates.json").write_text('{"folder": "Notes"}')
-    found = store.list_markdown(vault_dir, store.ignore_patterns(vault_dir)).notes
+    found = disk.list_markdown(vault_dir, disk.ignore_patterns(vault_dir)).notes
     assert "Templates/Daily note.md" in found and not [p for p in found if p.startswith("Notes/")]
 
 
@@ -34,7 +34,7 @@ def test_walk_survives_symlink_loops_and_never_leaves_the_vault(vault_dir: Path,
     os.symlink(outside, vault_dir / "escape")
     os.symlink(outside / "secret.md", vault_dir / "linked.md")
     os.symlink(vault_dir / "Ideas.md", vault_dir / "Notes" / "ideas-alias.md")
-    listing = store.list_markdown(vault_dir, store.ignore_patterns(vault_dir))
+    listing = disk.list_markdown(vault_dir, disk.ignore_patterns(vault_dir))
     assert not [p for p in listing.notes if "loop/" in p or p.startswith("escape") or p == "linked.md"]
     assert "Notes/ideas-alias.md" in listing.notes  # a link that stays inside is fine
     reasons = dict(listing.skipped)
@@ -47,23 +47,23 @@ def test_binary_non_utf8_and_huge_files_get_clear_errors(tmp_path: Path) -> None
     (tmp_path / "latin1.md").write_bytes("caf\xe9".encode("latin-1"))
     (tmp_path / "big.md").write_bytes(b"a" * 5000)
     with pytest.raises(MemvaultError, match="binary") as exc:
-        store.read_text(tmp_path / "bin.md")
+        disk.read_text(tmp_path / "bin.md")
     assert exc.value.code == "unreadable"
     with pytest.raises(MemvaultError, match="not UTF-8"):
-        store.read_text(tmp_path / "latin1.md")
+        disk.read_text(tmp_path / "latin1.md")
     with pytest.raises(MemvaultError) as exc:
-        store.read_text(tmp_path / "big.md", max_bytes=1000)
+        disk.read_text(tmp_path / "big.md", max_bytes=1000)
     assert exc.value.code == "too_large"
     with pytest.raises(MemvaultError) as exc:
-        store.read_text(tmp_path / "nope.md")
+        disk.read_text(tmp_path / "nope.md")
     assert exc.value.code == "missing"
 
 
 def test_atomic_write_replaces_keeps_mode_and_leaves_no_temp(tmp_path: Path) -> None:
     target = tmp_path / "sub" / "note.md"
-    store.atomic_write(target, b"one")
+    disk.atomic_write(target, b"one")
     os.chmod(target, 0o640)
-    store.atomic_write(target, b"two")
+    disk.atomic_write(target, b"two")
     assert target.read_bytes() == b"two"
     assert stat.S_IMODE(target.stat().st_mode) == 0o640
     assert [p.name for p in target.parent.iterdir()] == ["note.md"]
@@ -72,8 +72,8 @@ def test_atomic_write_replaces_keeps_mode_and_leaves_no_temp(tmp_path: Path) -> 
 def test_temp_files_are_swept_and_never_listed(tmp_path: Path) -> None:
     (tmp_path / ".note.md.1234.memvault.tmp").write_text("partial")
     (tmp_path / "note.md").write_text("whole")
-    assert store.list_markdown(tmp_path).notes == ("note.md",)
-    assert store.sweep_temp_files(tmp_path) == 1
+    assert disk.list_markdown(tmp_path).notes == ("note.md",)
+    assert disk.sweep_temp_files(tmp_path) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["note.md"]
 
 
@@ -89,4 +89,4 @@ def test_temp_files_are_swept_and_never_listed(tmp_path: Path) -> None:
     ],
 )
 def test_sync_conflict_copies_are_recognised(name: str, conflict: bool) -> None:
-    assert store.is_conflict_copy(f"Notes/{name}") is conflict
+    assert disk.is_conflict_copy(f"Notes/{name}") is conflict

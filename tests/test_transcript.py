@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from memvault import transcript
-from memvault.transcript import Cursor
+from memvault.reflect import transcript
+from memvault.reflect.transcript import Cursor
 
 from .conftest import SHARED_DATA
 

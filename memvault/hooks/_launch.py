@@ -2,7 +2,7 @@
 
 A hook must never hurt the session, so a Python without memvault makes every hook exit 0 silently.
 As a Claude Code plugin (`CLAUDE_PLUGIN_DATA` set) memvault always comes from the plugin's own folder
-and its dependencies from the plugin's venv (`memvault.plugin_setup`); until that venv exists the
+and its dependencies from the plugin's venv (`memvault.claude.plugin_setup`); until that venv exists the
 hooks exit 0 at once, and SessionStart starts installing it in the background.
 """
 
@@ -18,11 +18,11 @@ def run(event: str) -> None:
     if data:
         _plugin(event, Path(data))
     try:
-        from memvault.hookio import main
+        from memvault.hooks.events import main
     except ImportError:  # a plugin checkout without an install: use the package this folder is in
         sys.path.insert(0, str(ROOT))
         try:
-            from memvault.hookio import main
+            from memvault.hooks.events import main
         except ImportError:
             sys.exit(0)
     sys.exit(main(event))
@@ -32,7 +32,7 @@ def _plugin(event: str, data: Path) -> None:
     """Plugin route: the plugin's memvault first on sys.path, then its venv's packages, or exit until they exist."""
     sys.path.insert(0, str(ROOT))
     try:
-        from memvault import plugin_setup
+        from memvault.claude import plugin_setup
 
         reason = plugin_setup.prepare(event, data, ROOT)
     except Exception:  # never a hook error in the user's session

@@ -1,0 +1,10 @@
+"""The `memvault` command line: click commands grouped by family, on top of the library.
+
+`group` holds the click group and what the command modules share; each other module registers one
+family of commands on it. Importing this package imports them all, so `memvault.cli:cli` is complete.
+"""
+
+from . import health, hooks, ideas, install, notes, reflect, search, skills
+from .group import cli
+
+__all__ = ["cli", "health", "hooks", "ideas", "install", "notes", "reflect", "search", "skills"]

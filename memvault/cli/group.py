@@ -1,0 +1,85 @@
+"""The click group every command hangs on, and what the command modules share: consoles, options, the
+vault state, and printing results. Command modules import this; only `memvault.cli` imports them."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from typing import Any
+
+import click
+from rich.console import Console
+
+from memvault import __version__
+from memvault.errors import MemvaultError
+from memvault.vault.core import Vault, WriteResult, open_vault
+
+out = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
+
+
+class _Group(click.Group):
+    """Maps every MemvaultError, once, to a clear message and exit code 1."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except MemvaultError as exc:
+            if exc.code == "usage":
+                raise click.UsageError(exc.args[0]) from None
+            raise click.ClickException(str(exc)) from None
+
+
+class State:
+    def __init__(self, vault_path: str | None) -> None:
+        self.vault_path = vault_path
+        self._vault: Vault | None = None
+
+    @property
+    def vault(self) -> Vault:
+        if self._vault is None:
+            self._vault = open_vault(self.vault_path)
+        return self._vault
+
+
+pass_state = click.make_pass_decorator(State)
+json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--vault",
+    "vault_path",
+    envvar="MEMVAULT_VAULT",
+    metavar="PATH",
+    help="The Obsidian vault (default: $MEMVAULT_VAULT, then the config file).",
+)
+@click.version_option(__version__, prog_name="memvault")
+@click.pass_context
+def cli(ctx: click.Context, vault_path: str | None) -> None:
+    """MemoryVault: permanent, human-editable memory for coding agents, kept in your Obsidian vault."""
+    ctx.obj = State(vault_path)
+
+
+def body_of(value: str | None) -> str:
+    if value is not None and value != "-":
+        return value
+    if sys.stdin is None or sys.stdin.isatty():
+        raise click.UsageError("give the content as an argument, or pipe it on standard input with -")
+    return sys.stdin.read()
+
+
+def print_result(result: WriteResult, as_json: bool) -> None:
+    if as_json:
+        print_json(dataclasses.asdict(result))
+        return
+    out.print(f"{result.op}: [bold]{result.path}[/]" + (f" (archived {result.archived})" if result.archived else ""))
+    if result.commit:
+        out.print(f"committed {result.commit[:10]}")
+    if result.warning:
+        err.print(f"[yellow]warning:[/] {result.warning}")
+
+
+def print_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))

@@ -1,0 +1,163 @@
+"""`memvault idea`, `memvault promote idea` and `memvault gc`: the idea ledger from the terminal."""
+
+from __future__ import annotations
+
+import datetime as dt
+import sys
+from pathlib import Path
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from memvault.errors import MemvaultError
+from memvault.ideas import incubator, ledger
+from memvault.text import plural
+from memvault.vault.core import Vault
+
+from .group import State, body_of, cli, err, json_option, out, pass_state, print_json, print_result
+
+
+@cli.command()
+@click.argument("title")
+@click.argument("body", required=False)
+@click.option("--group", "-g", help="Group folder under MemoryVault/ (default: personal-private).")
+@click.option("--slug", help="The incubator folder's name (default: made from the title).")
+@click.option("--tag", "-t", "tags", multiple=True, help="A tag besides `idea` (repeatable).")
+@json_option
+@pass_state
+def idea(
+    state: State,
+    title: str,
+    body: str | None,
+    group: str | None,
+    slug: str | None,
+    tags: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """Park an idea: an incubator note `<group>/_idea-incubator/<slug>/_index.md` plus a section in Ideas.md.
+
+    BODY is the idea's text (`-` reads standard input; default: the title); its first two sentences become the
+    summary in Ideas.md; up to three related notes found by recall are linked in `related:`. Both
+    files are written together, or neither.
+    """
+    text = body_of(body) if body is not None else title
+    related = _related(state.vault, title, text)
+    meta = {"related": related} if related else None
+    result = incubator.capture(state.vault, title, text, slug=slug, group=group, tags=("idea", *tags), meta=meta)
+    print_result(result, as_json)
+
+
+def _related(vault: Vault, title: str, text: str) -> list[str]:
+    """Wikilinks to the existing notes most related to the idea, chosen as reflection chooses them."""
+    from memvault.reflect.session import RELATED_COSINE, RELATED_KEYWORD
+
+    try:
+        hits = vault.recall(f"{title}\n\n{text}", 5).hits
+    except (MemvaultError, OSError):
+        return []
+    close = [h for h in hits if h.vec_score >= RELATED_COSINE or h.kw_score >= RELATED_KEYWORD]
+    return [f"[[{Path(h.path).stem}]]" for h in close if h.path != ledger.LEDGER][:3]
+
+
+@cli.group()
+def promote() -> None:
+    """Promote an entry to the next stage (`promote idea SLUG`: an incubating idea becomes a project)."""
+
+
+@promote.command(name="idea")
+@click.argument("slug")
+@click.option("--group", "-g", help="The group whose incubator holds the idea (only needed when several do).")
+@json_option
+@pass_state
+def promote_idea(state: State, slug: str, group: str | None, as_json: bool) -> None:
+    """Move an incubating idea's folder to MemoryVault/personal-projects/SLUG/ and mark it in Ideas.md.
+
+    Every file of the folder moves; `_index.md` gets `status: promoted` and `promoted: <date>`, and
+    the idea's Ideas.md section gets a `→ promoted <date> to [[…]]` line. One write: all or nothing.
+    """
+    outcome = incubator.promote(state.vault, slug, group=group)
+    if as_json:
+        print_json(outcome.as_dict())
+        return
+    out.print(f"promoted: [bold]{escape(outcome.path)}[/] ({plural(len(outcome.files), 'file')})")
+    _render_outcome(outcome)
+
+
+def _render_outcome(outcome: incubator.Outcome, indent: str = "") -> None:
+    if outcome.section_marked:
+        out.print(f"{indent}{ledger.LEDGER}: section marked {outcome.action}")
+    if outcome.commit:
+        out.print(f"{indent}committed {outcome.commit[:10]}")
+    if outcome.warning:
+        err.print(f"[yellow]warning:[/] {escape(outcome.warning)}")
+
+
+@cli.command()
+@click.option("--months", type=click.IntRange(1), help="Untouched for this many months (default: gc.idea_months, 6).")
+@click.option("--ask", is_flag=True, help="Ask even when standard input is not a terminal (answers piped in).")
+@json_option
+@pass_state
+def gc(state: State, months: int | None, ask: bool, as_json: bool) -> None:
+    """List incubating ideas untouched for N months and ask, for each, Keep / Archive / Delete.
+
+    Untouched means no file of the idea's folder changed and its `updated` date is older. Archive
+    moves the folder to _archive/ (status archived), Delete removes it after a second confirmation;
+    both mark the idea's Ideas.md section. Nothing changes without your answer: with --json, or when
+    standard input is not a terminal (without --ask), the ideas are only listed.
+    """
+    vault = state.vault
+    months = months or vault.config.gc.idea_months
+    old = incubator.stale(vault, months)
+    if as_json:
+        print_json({"months": months, "ideas": [i.as_dict() for i in old]})
+        return
+    if not old:
+        out.print(f"no incubating idea untouched for {plural(months, 'month')}")
+        return
+    _render_ideas(old, months)
+    if not (ask or sys.stdin.isatty()):
+        out.print("standard input is not a terminal: nothing changed (run `memvault gc` in a terminal, or with --ask)")
+        return
+    done: list[tuple[str, incubator.Idea, incubator.Outcome | None]] = []
+    try:
+        for item in old:
+            done.append(_ask(state, item))
+    except click.Abort:
+        out.print("\nstopped: the remaining ideas are kept")
+    _summary(done, len(old))
+
+
+def _ask(state: State, item: incubator.Idea) -> tuple[str, incubator.Idea, incubator.Outcome | None]:
+    choices = click.Choice(["k", "a", "d", "keep", "archive", "delete"], case_sensitive=False)
+    answer = click.prompt(f"{item.slug}: [k]eep, [a]rchive or [d]elete?", type=choices, default="k", show_choices=False)
+    answer = answer.lower()[0]
+    if answer == "k":
+        return "kept", item, None
+    if answer == "a":
+        return "archived", item, incubator.archive(state.vault, item)
+    if not click.confirm(f"Delete {item.folder}/ and every file in it?", default=False):
+        return "kept", item, None
+    return "deleted", item, incubator.delete(state.vault, item)
+
+
+def _render_ideas(old: list[incubator.Idea], months: int) -> None:
+    table = Table(title=f"Incubating ideas untouched for {plural(months, 'month')}")
+    for column in ("idea", "title", "last touched", "in Ideas.md"):
+        table.add_column(column)
+    for item in old:
+        touched = item.last_touched.astimezone().date().isoformat()
+        table.add_row(escape(item.slug), escape(item.title), touched, "yes" if item.section_present else "no")
+    out.print(table)
+
+
+def _summary(done: list[tuple[str, incubator.Idea, incubator.Outcome | None]], listed: int) -> None:
+    counts = {a: sum(1 for action, _, _ in done if action == a) for a in ("kept", "archived", "deleted")}
+    counts["kept"] += listed - len(done)
+    out.print(", ".join(f"{plural(n, 'idea')} {a}" for a, n in counts.items() if n) + f" ({dt.date.today()})")
+    for action, item, outcome in done:
+        if outcome is None:
+            continue
+        where = f" → {escape(outcome.path.rsplit('/', 1)[0])}/" if outcome.path else f" ({escape(item.folder)}/)"
+        out.print(f"  {action} {escape(item.slug)}{where}")
+        _render_outcome(outcome, "    ")

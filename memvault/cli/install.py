@@ -1,0 +1,158 @@
+"""`memvault install` and `memvault uninstall`: connect Claude Code to the vault (hooks, skill, config), or undo it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.markup import escape
+
+from memvault import paths as paths_mod
+from memvault.claude import installer, skillfile
+from memvault.claude import uninstall as uninstall_mod
+
+from .group import cli, err, json_option, out, print_json
+
+_scope = click.option(
+    "--scope",
+    type=click.Choice(["user", "project"]),
+    default="user",
+    show_default=True,
+    help="user: ~/.claude (or $CLAUDE_CONFIG_DIR); project: <project>/.claude.",
+)
+_project = click.option(
+    "--project",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="The project folder for --scope project (default: the current folder).",
+)
+_dry_run = click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
+
+
+@cli.command()
+@click.option("--host", type=click.Choice(["claude-code"]), default="claude-code", show_default=True, help="The agent.")
+@click.option(
+    "--vault",
+    "vault",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="The Obsidian vault: recorded in the config, MemoryVault/ folders created (default: the configured one).",
+)
+@click.option(
+    "--skill-name",
+    default=skillfile.DEFAULT_SKILL,
+    show_default=True,
+    help="The skill's slash command. 'memory' clashes with Claude Code's built-in /memory.",
+)
+@_scope
+@_project
+@_dry_run
+@json_option
+def install(
+    host: str,
+    vault: Path | None,
+    skill_name: str,
+    scope: str,
+    project: Path | None,
+    dry_run: bool,
+    as_json: bool,
+) -> None:
+    """Connect Claude Code: merge the five memvault hooks into settings.json and install the skill.
+
+    The hooks run this Python by absolute path (exec form, no shell). Other tools' hooks and every
+    other setting are left as they are; the settings file is backed up to
+    settings.json.memvault-backup before the first change. Safe to run again: an install from a moved
+    environment replaces the old hook entries. Nothing in the vault is changed except creating
+    missing MemoryVault/ folders.
+
+    \b
+    Examples:
+      memvault install --vault ~/Obsidian
+      memvault install --dry-run
+      memvault install --scope project --project . --skill-name mem
+    """
+    target = installer.Target.of(scope, project)
+    plan = installer.plan_install(target, skill_name=skill_name, vault=vault)
+    if not dry_run and plan.changed:
+        installer.apply(plan)
+    if as_json:
+        print_json({**plan.as_dict(), "dry_run": dry_run, "host": host})
+        return
+    for warning in plan.warnings:
+        err.print(f"[yellow]warning:[/] {escape(warning)}")
+    if not plan.changed:
+        out.print(f"already installed: {escape(str(target.settings))} and skill /{escape(skill_name)} are up to date")
+        _next_step(plan)
+        return
+    verb = "would " if dry_run else ""
+    settings = escape(str(target.settings))
+    for event in plan.merge.added:
+        out.print(f"{verb}add hook [bold]{event}[/] to {settings}")
+    for event in plan.merge.updated:
+        out.print(f"{verb}update hook [bold]{event}[/] in {settings}")
+    if plan.writes_backup:
+        out.print(f"{verb}back up the original to {escape(str(plan.backup))}")
+    if plan.merge.added or plan.merge.updated:
+        out.print(f"  hooks run: {escape(plan.interpreter)} {escape(str(installer.HOOKS_DIR))}/<hook>.py")
+    for old in plan.stale_skills:
+        out.print(f"{verb}remove the earlier skill {escape(str(old))}")
+    if plan.skill_action != "unchanged":
+        action = {"created": "install", "updated": "update"}[plan.skill_action]
+        out.print(f"{verb}{action} skill [bold]/{escape(skill_name)}[/]: {escape(str(plan.skill_path))}")
+    if plan.write_config:
+        out.print(f"{verb}record the vault {escape(str(plan.vault))} in {escape(str(paths_mod.config_file()))}")
+    for folder in plan.vault_folders:
+        out.print(f"{verb}create {escape(folder)}/")
+    if dry_run:
+        out.print("dry run: nothing was written")
+    else:
+        out.print("installed; Claude Code picks up the hooks in new sessions")
+    _next_step(plan)
+
+
+def _next_step(plan: installer.Plan) -> None:
+    if plan.vault is None:
+        out.print(
+            "no vault is configured yet: run [bold]memvault init PATH[/] with your Obsidian vault "
+            "(until then the hooks do nothing)"
+        )
+
+
+@cli.command()
+@_scope
+@_project
+@_dry_run
+@json_option
+def uninstall(scope: str, project: Path | None, dry_run: bool, as_json: bool) -> None:
+    """Disconnect Claude Code: remove memvault's hooks and skill; the vault and the config stay.
+
+    Only what memvault added is removed. When the settings file is otherwise unchanged since the
+    install, its original bytes are put back (or it is deleted, if the install created it); changes
+    you made in between are kept.
+    """
+    target = installer.Target.of(scope, project)
+    removal = uninstall_mod.plan_uninstall(target)
+    if not dry_run and removal.changed:
+        uninstall_mod.apply_uninstall(removal)
+    if as_json:
+        print_json({**removal.as_dict(), "dry_run": dry_run})
+        return
+    if not removal.changed:
+        out.print(f"nothing to uninstall: no memvault hooks in {escape(str(target.settings))} and no memvault skill")
+        return
+    verb = "would " if dry_run else ""
+    settings = escape(str(target.settings))
+    for event in removal.events:
+        out.print(f"{verb}remove hook [bold]{event}[/] from {settings}")
+    action = {
+        "restored": f"{verb}restore the original {settings} (byte for byte)",
+        "rewritten": f"{verb}keep your other changes to {settings}",
+        "deleted": f"{verb}delete {settings} (memvault created it)",
+    }.get(removal.settings_action)
+    if action:
+        out.print(action)
+    for skill in removal.skills:
+        out.print(f"{verb}remove skill {escape(str(skill))}")
+    if removal.backup_removed is not None:
+        out.print(f"{verb}remove the backup {escape(str(removal.backup_removed))}")
+    if removal.backup_kept is not None:
+        out.print(f"the copy from before the install stays at {escape(str(removal.backup_kept))}")
+    out.print("dry run: nothing was written" if dry_run else "uninstalled; your vault and config are untouched")

@@ -1,0 +1,180 @@
+"""`memvault init`, `save`, `evolve`, `undo`, `list`, `show`: writing and reading entries."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from memvault import config as config_mod
+from memvault.errors import MemvaultError
+from memvault.store import notes
+from memvault.vault.core import open_vault
+
+from .group import State, body_of, cli, err, json_option, out, pass_state, print_json, print_result
+
+
+@cli.command()
+@click.argument("path", required=False, type=click.Path(file_okay=False, path_type=Path))
+@json_option
+@pass_state
+def init(state: State, path: Path | None, as_json: bool) -> None:
+    """Create the MemoryVault/ folders in a vault and record the vault in the config.
+
+    PATH defaults to --vault. Safe to run again: existing folders and notes are left alone.
+    """
+    root = path or (Path(state.vault_path) if state.vault_path else None)
+    if root is None:
+        raise click.UsageError("give the vault folder: memvault init PATH")
+    if not root.is_dir():
+        raise MemvaultError(f"{root} is not a folder: create the Obsidian vault first", code="no_vault")
+    vault = open_vault(root)
+    created = vault.init_structure()
+    cfg_path = config_mod.write_vault_root(vault.root)
+    if as_json:
+        print_json({"vault": str(vault.root), "created": created, "config": str(cfg_path)})
+        return
+    for rel in created:
+        out.print(f"created [bold]{rel}/[/]")
+    out.print(
+        f"vault [bold]{vault.root}[/] is ready ({'nothing to create' if not created else f'{len(created)} folders'});"
+        f" config: {cfg_path}"
+    )
+
+
+@cli.command()
+@click.argument("kind")
+@click.argument("slug")
+@click.argument("body", required=False)
+@click.option("--group", "-g", help="Group folder under MemoryVault/ (default: personal-private).")
+@click.option("--tag", "-t", "tags", multiple=True, help="A tag (repeatable).")
+@click.option("--always-load", is_flag=True, help="Load this entry at every session start.")
+@click.option("--private", is_flag=True, help="Never inject this entry into agent context.")
+@click.option("--replace", is_flag=True, help="Overwrite an existing entry in place (keeps created and unknown keys).")
+@click.option("--source", default="manual", show_default=True, help="Provenance: a session id, or manual.")
+@click.option("--confidence", type=click.Choice(["high", "medium", "low"]), help="Confidence at capture.")
+@json_option
+@pass_state
+def save(
+    state: State,
+    kind: str,
+    slug: str,
+    body: str | None,
+    group: str | None,
+    tags: tuple[str, ...],
+    always_load: bool,
+    private: bool,
+    replace: bool,
+    source: str,
+    confidence: str | None,
+    as_json: bool,
+) -> None:
+    """Write an entry to MemoryVault/<group>/<kind>/<slug>.md.
+
+    BODY is the markdown text; omit it or give - to read standard input. A body that starts with
+    its own frontmatter contributes those keys.
+
+    \b
+    Example:
+      memvault save preference pytest-style "Use plain asserts and fixtures." -t python
+    """
+    text = body_of(body)
+    result = state.vault.save(
+        kind,
+        slug,
+        text,
+        group=group,
+        tags=tags,
+        always_load=always_load,
+        private=private,
+        replace=replace,
+        source=source,
+        confidence=confidence,
+    )
+    print_result(result, as_json)
+
+
+@cli.command()
+@click.argument("old_path")
+@click.argument("content", required=False)
+@click.option("--reason", "-r", required=True, help="Why the old entry is outdated (recorded in the new one).")
+@click.option("--slug", help="Give the new entry another slug (default: it takes the old entry's place).")
+@click.option("--tag", "-t", "tags", multiple=True, help="Replace the tags (repeatable; default: keep the old ones).")
+@click.option("--outside", is_flag=True, help="Allow evolving a note outside MemoryVault/.")
+@json_option
+@pass_state
+def evolve(
+    state: State,
+    old_path: str,
+    content: str | None,
+    reason: str,
+    slug: str | None,
+    tags: tuple[str, ...],
+    outside: bool,
+    as_json: bool,
+) -> None:
+    """Supersede OLD_PATH atomically with new CONTENT (or - / standard input).
+
+    The new entry records `supersedes:`; the old one moves to _archive/ with `status: superseded`
+    and `superseded_by:`. A crash at any moment leaves either the whole old or the whole new state.
+    """
+    result = state.vault.evolve(
+        old_path, body_of(content), reason=reason, slug=slug, tags=tags or None, outside=outside
+    )
+    print_result(result, as_json)
+
+
+@cli.command()
+@json_option
+@pass_state
+def undo(state: State, as_json: bool) -> None:
+    """Revert the last memvault change with `git revert` (the vault must be a git repository)."""
+    print_result(state.vault.undo(), as_json)
+
+
+@cli.command(name="list")
+@click.option("--group", "-g", help="Only this group.")
+@click.option("--kind", "-k", help="Only this kind.")
+@click.option("--status", "-s", help="Only this status (active, superseded, …).")
+@click.option("--all", "everything", is_flag=True, help="Include your own notes outside MemoryVault/.")
+@json_option
+@pass_state
+def list_(
+    state: State, group: str | None, kind: str | None, status: str | None, everything: bool, as_json: bool
+) -> None:
+    """List entries with their kind, status and group."""
+    entries = state.vault.list(scope="all" if everything else "memory", group=group, kind=kind, status=status)
+    if as_json:
+        print_json([dataclasses.asdict(e) for e in entries])
+        return
+    table = Table("path", "kind", "status", "tags", box=None)
+    for e in entries:
+        table.add_row(e.path, e.kind or "", e.status + (" (private)" if e.private else ""), ", ".join(e.tags))
+    out.print(table)
+    out.print(f"{len(entries)} entries")
+
+
+@cli.command()
+@click.argument("path")
+@json_option
+@pass_state
+def show(state: State, path: str, as_json: bool) -> None:
+    """Print one note (vault-relative PATH)."""
+    nf = state.vault.read(path)
+    if as_json:
+        print_json(
+            {
+                "path": nf.path,
+                "title": nf.title,
+                "meta": dict(nf.note.meta),
+                "body": nf.note.body,
+                "error": nf.note.error,
+                "mtime_ns": nf.mtime_ns,
+            }
+        )
+        return
+    if nf.note.error:
+        err.print(f"[yellow]warning:[/] frontmatter is not valid YAML: {nf.note.error}")
+    click.echo(notes.dump(nf.note), nl=False)  # exactly the file, fences and line endings included

@@ -1,0 +1,292 @@
+"""`memvault reflect`, `memvault review` and `memvault inbox`: reflection and its two queues from the terminal."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from memvault.errors import MemvaultError
+from memvault.reflect import review as review_mod
+from memvault.reflect import runner as reflect_mod
+from memvault.store.model import INBOX, REVIEW
+from memvault.text import plural
+from memvault.vault.core import Vault
+
+from .group import State, cli, err, json_option, out, pass_state, print_json
+
+_CORPUS_DEFAULT = "\0default"
+
+
+@cli.command()
+@click.option(
+    "--session", "session", metavar="PATH", type=click.Path(dir_okay=False, path_type=Path),
+    help="The transcript (.jsonl) to reflect (default: the newest one of the current project).",
+)  # fmt: skip
+@click.option(
+    "--corpus", "corpus", metavar="[DIR]", is_flag=False, flag_value=_CORPUS_DEFAULT, default=None,
+    help="Reflect every transcript under DIR (default: the Claude Code projects folder); resumable.",
+)  # fmt: skip
+@click.option("--dry-run", is_flag=True, help="Show what would be captured and where; write nothing.")
+@json_option
+@pass_state
+def reflect(state: State, session: Path | None, corpus: str | None, dry_run: bool, as_json: bool) -> None:
+    """Mine session transcripts for preferences, fixes, workflows and ideas, and file them.
+
+    High confidence is saved at once, medium goes to _review/ (`memvault review`), low to _inbox/
+    (`memvault inbox`), ideas to the idea incubator; near-duplicates of existing entries are skipped
+    or proposed as supersedes. Reflecting the same transcript again adds nothing. Without --session
+    or --corpus, the newest transcript of the current folder's Claude Code project is reflected.
+    While a file named STOP exists in memvault's state folder, reflection does nothing.
+    """
+    vault = state.vault
+    if corpus is not None:
+        if session is not None:
+            raise click.UsageError("give --session or --corpus, not both")
+        folder = reflect_mod.projects_dir() if corpus == _CORPUS_DEFAULT else Path(corpus).expanduser()
+        if not folder.is_dir():
+            raise MemvaultError(f"no transcript folder at {folder}", code="missing")
+        _corpus(vault, folder, dry_run, as_json)
+        return
+    transcript = session or _newest_transcript()
+    if not transcript.is_file():
+        raise MemvaultError(f"no transcript at {transcript}", code="missing")
+    report = reflect_mod.reflect_transcript(vault, transcript, dry_run=dry_run, final=True)
+    counts = review_mod.counts(vault)
+    if as_json:
+        print_json({**report.as_dict(), "warnings": list(counts.warnings)})
+        return
+    _render_report(report, vault.folder)
+    _render_counts(counts)
+
+
+def _newest_transcript() -> Path:
+    folder = reflect_mod.project_folder(Path.cwd())
+    found = sorted(folder.glob("*.jsonl"), key=lambda p: p.stat().st_mtime) if folder.is_dir() else []
+    if not found:
+        raise click.UsageError(f"no transcript of this folder's project in {folder}: give --session PATH or --corpus")
+    return found[-1]
+
+
+def _corpus(vault: Vault, folder: Path, dry_run: bool, as_json: bool) -> None:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err, transient=True, disable=as_json) as bar:
+        task = bar.add_task("reflecting transcripts", total=None)
+
+        def progress(done: int, total: int, path: str) -> None:
+            bar.update(task, completed=done, total=total, description=f"reflecting {Path(path).name}"[:60])
+
+        report = reflect_mod.reflect_corpus(vault, folder, progress=progress, dry_run=dry_run)
+    counts = review_mod.counts(vault)
+    if as_json:
+        print_json({**report.as_dict(), "warnings": list(counts.warnings)})
+        return
+    verb = "would write" if dry_run else "wrote"
+    out.print(
+        f"{report.files} transcripts under {escape(report.folder)}: {report.reflected} reflected, "
+        f"{report.unchanged} already done; {plural(report.candidates, 'candidate')}, {verb} "
+        f"{plural(len(report.written), 'entry')} in {report.ms / 1000:.1f}s"
+    )
+    for path, problem in report.errors.items():
+        err.print(f"[yellow]warning:[/] {escape(path)}: {escape(problem)}")
+    if report.halted:
+        err.print(f"[yellow]halted:[/] {'another reflection is running' if report.busy else 'the STOP file exists'}; "
+                  "run the same command again to resume")  # fmt: skip
+    _render_counts(counts)
+
+
+def _render_report(report: reflect_mod.Report, folder: str) -> None:
+    if report.busy:
+        err.print("[yellow]busy:[/] another reflection of this vault is running; nothing was done")
+        return
+    if report.halted:
+        err.print(f"[yellow]halted:[/] the STOP file {reflect_mod.stop_file()} exists; nothing more was written")
+    table = Table("action", "conf.", "candidate", f"where (in {folder}/)", box=None)
+    table.columns[3].overflow = "fold"
+    for route in report.routes:
+        where = (route.get("path") or route.get("target") or "").removeprefix(folder + "/")
+        if route["action"] in ("duplicate", "supersede", "promote"):
+            verb = {"duplicate": "of", "supersede": "to replace", "promote": "moved from"}[route["action"]]
+            where = f"{verb} {route['target'].removeprefix(folder + '/')}"
+            where += f" → {route['path'].removeprefix(folder + '/')}" if route.get("path") else ""
+        table.add_row(route["action"], route.get("confidence", ""), escape(route.get("title", "")), escape(where))
+    if report.routes:
+        out.print(table)
+    verb = "would write" if report.dry_run else "wrote"
+    out.print(
+        f"[dim]{plural(report.turns, 'new turn')}, {plural(report.candidates, 'candidate')} ({report.miner} miner), "
+        f"{verb} {plural(len([r for r in report.routes if r.get('path')]), 'entry')} in {report.ms:.0f} ms[/]"
+    )
+    for line in report.notes:
+        err.print(f"[yellow]note:[/] {escape(line)}")
+
+
+def _render_counts(counts: review_mod.Counts) -> None:
+    if counts.review:
+        out.print(f"{plural(counts.review, 'entry waits', 'entries wait')} in _review/: run `memvault review`")
+    for line in counts.warnings:
+        err.print(f"[yellow]warning:[/] {line}")
+
+
+# ---- review ---------------------------------------------------------------------------------
+
+_CHOICES = {"a": "approve", "e": "edit", "r": "reject", "s": "skip", "x": "supersede", "q": "quit"}
+
+
+@cli.command()
+@pass_state
+def review(state: State) -> None:
+    """Go through the medium-confidence captures in _review/, one at a time.
+
+    \b
+    For each entry:
+      a  approve: move it to <kind>/ as an active entry
+      e  edit: open it in $EDITOR, then approve the edited text
+      r  reject: delete it (a git vault keeps it in history)
+      s  skip: leave it for later
+      x  supersede existing: replace the entry it proposes (or one you name) with it
+      q  quit
+    """
+    vault = state.vault
+    queue = review_mod.pending(vault, REVIEW)
+    if not queue:
+        out.print("nothing to review: _review/ is empty")
+        _render_counts(review_mod.counts(vault))
+        return
+    done: dict[str, int] = {}
+    for number, entry in enumerate(queue, 1):
+        nf = vault.read(entry.path)
+        meta = nf.note.meta
+        proposes = meta.get("proposes_supersede")
+        out.rule(f"{number}/{len(queue)}  {escape(entry.title)}")
+        facts = [f"{k}: {meta[k]}" for k in ("kind", "confidence", "rule", "source", "captured") if meta.get(k)]
+        out.print(f"[dim]{escape(entry.path)}\n{escape('  '.join(facts))}[/]", soft_wrap=True)
+        if proposes:
+            out.print(f"[bold]proposes to supersede[/] {escape(str(proposes))}", soft_wrap=True)
+        out.print(escape(nf.note.body.strip()))
+        keys = "a/e/r/s/x/q"
+        choice = click.prompt(
+            f"approve, edit, reject, skip, supersede{' ' + str(proposes) if proposes else ' existing…'}, quit [{keys}]",
+            type=click.Choice(list(_CHOICES)), show_choices=False, default="s",
+        )  # fmt: skip
+        action = _CHOICES[choice]
+        if action == "quit":
+            break
+        try:
+            _review_one(vault, entry.path, action, proposes)
+        except MemvaultError as exc:
+            err.print(f"[red]error:[/] {escape(str(exc))}")
+            action = "failed"
+        done[action] = done.get(action, 0) + 1
+    out.print(", ".join(f"{n} {a}" for a, n in done.items()) or "nothing done")
+    _render_counts(review_mod.counts(vault))
+
+
+def _review_one(vault: Vault, rel: str, action: str, proposes: Any) -> None:
+    if action == "approve":
+        result = review_mod.approve(vault, rel)
+        out.print(f"approved → [bold]{escape(result.path)}[/]", soft_wrap=True)
+    elif action == "edit":
+        text = (vault.root / rel).read_text(encoding="utf-8")
+        edited = click.edit(text, extension=".md")
+        result = review_mod.approve(vault, rel, edited=edited)
+        out.print(f"edited and approved → [bold]{escape(result.path)}[/]", soft_wrap=True)
+    elif action == "reject":
+        review_mod.reject(vault, rel)
+        out.print("rejected")
+    elif action == "supersede":
+        target = str(proposes) if proposes else click.prompt("path of the entry this one replaces")
+        result = review_mod.supersede(vault, rel, target)
+        out.print(
+            f"superseded {escape(target)} → [bold]{escape(result.path)}[/] (archived {escape(result.archived or '')})"
+        )
+
+
+# ---- inbox ----------------------------------------------------------------------------------
+
+
+@cli.command()
+@click.argument("action", type=click.Choice(["list", "accept", "reject"]), default="list")
+@click.argument("paths", nargs=-1)
+@click.option("--all", "everything", is_flag=True, help="Accept or reject every entry in the inbox.")
+@json_option
+@pass_state
+def inbox(state: State, action: str, paths: tuple[str, ...], everything: bool, as_json: bool) -> None:
+    """List, accept or reject the low-confidence captures in _inbox/.
+
+    PATHS are vault-relative paths or just the entries' file names. `accept` moves an entry to
+    <kind>/ as an active entry (or, when it proposes a supersede, replaces that entry); `reject`
+    deletes it.
+
+    \b
+    Examples:
+      memvault inbox
+      memvault inbox accept dependabot-grouped-updates
+      memvault inbox reject --all
+    """
+    vault = state.vault
+    if action == "list":
+        if paths or everything:
+            raise click.UsageError("`inbox list` takes no paths")
+        _inbox_list(vault, as_json)
+        return
+    if everything == bool(paths):
+        raise click.UsageError(f"give the entries to {action}, or --all")
+    targets = [e.path for e in review_mod.pending(vault, INBOX)] if everything else [
+        review_mod.resolve(vault, p, INBOX) for p in paths
+    ]  # fmt: skip
+    results: list[dict[str, Any]] = []
+    for rel in targets:
+        if action == "reject":
+            review_mod.reject(vault, rel, how="rejected from the inbox")
+            results.append({"path": rel, "action": "rejected"})
+        elif vault.read(rel).note.meta.get("proposes_supersede"):
+            done = review_mod.supersede(vault, rel)
+            results.append({"path": rel, "action": "superseded", "new": done.path, "archived": done.archived})
+        else:
+            done = review_mod.approve(vault, rel, how="accepted")
+            results.append({"path": rel, "action": "accepted", "new": done.path})
+    counts = review_mod.counts(vault)
+    if as_json:
+        print_json({"results": results, "inbox": counts.inbox, "warnings": list(counts.warnings)})
+        return
+    for r in results:
+        new = f" → [bold]{escape(r['new'])}[/]" if r.get("new") else ""
+        out.print(f"{r['action']}: {escape(r['path'])}{new}", soft_wrap=True)
+    out.print(f"{plural(counts.inbox, 'entry')} left in the inbox")
+    _render_counts(counts)
+
+
+def _inbox_list(vault: Vault, as_json: bool) -> None:
+    entries = review_mod.pending(vault, INBOX)
+    counts = review_mod.counts(vault)
+    rows: list[dict[str, Any]] = []
+    for e in entries:
+        meta = vault.read(e.path).note.meta
+        rows.append({
+            "path": e.path, "title": e.title, "kind": e.kind, "confidence": meta.get("confidence"),
+            "captured": str(meta.get("captured") or e.updated or ""), "source": meta.get("source"),
+            "proposes_supersede": meta.get("proposes_supersede"),
+        })  # fmt: skip
+    if as_json:
+        print_json({"entries": rows, "inbox": counts.inbox, "warnings": list(counts.warnings)})
+        return
+    table = Table("entry", "kind", "confidence", "captured", box=None)
+    for r in rows:
+        extra = f"\n[dim]would supersede {escape(str(r['proposes_supersede']))}[/]" if r["proposes_supersede"] else ""
+        title = f"[bold]{escape(r['title'])}[/]  [dim]{escape(os.path.basename(r['path']))}[/]{extra}"
+        table.add_row(title, r["kind"] or "", str(r["confidence"] or ""), r["captured"][:10])
+    if rows:
+        out.print(table)
+    out.print(
+        f"{plural(len(rows), 'entry')} in the inbox"
+        + (": `memvault inbox accept NAME…` or `reject NAME…`" if rows else "")
+    )
+    for line in counts.warnings:
+        err.print(f"[yellow]warning:[/] {line}")

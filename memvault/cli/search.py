@@ -1,0 +1,156 @@
+"""`memvault recall` (alias `search`), `reindex`, `serve`: finding notes, the index, the embedding service."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from contextlib import nullcontext
+from typing import Any
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from memvault import config as config_mod
+from memvault.errors import MemvaultError
+
+from .group import State, cli, err, json_option, out, pass_state, print_json
+
+
+@cli.command()
+@click.argument("query", nargs=-1, required=True)
+@click.option("-k", "k", type=click.IntRange(1, 100), help="How many entries (default: recall.k in the config, 5).")
+@click.option("--group", "-g", metavar="G", help="Only entries of this group.")
+@click.option("--include-inbox", is_flag=True, help="Also search _inbox/ and _review/.")
+@click.option(
+    "--include-private", is_flag=True, help="Also show private notes (for your eyes; never paste into agent context)."
+)
+@click.option(
+    "--wait",
+    type=click.FloatRange(0, 600),
+    default=30,
+    show_default=True,
+    help="Seconds to wait for the embedding service to start; 0 gives keyword-only results until it runs.",
+)
+@json_option
+@pass_state
+def recall(
+    state: State,
+    query: tuple[str, ...],
+    k: int | None,
+    group: str | None,
+    include_inbox: bool,
+    include_private: bool,
+    wait: float,
+    as_json: bool,
+) -> None:
+    """Find the entries most relevant to QUERY: meaning (vectors) and words (keywords) combined.
+
+    Only active entries are searched; superseded ones, private notes and the inbox/review folders
+    are left out unless asked for. Alias: `memvault search`.
+    """
+    vault = state.vault
+    spinner = err.status("waiting for the embedding service…") if wait > 0 and not as_json else nullcontext()
+    with spinner:
+        result = vault.recall(" ".join(query), k, group=group, include_inbox=include_inbox,
+                              include_private=include_private, wait_service=wait)  # fmt: skip
+    if as_json:
+        print_json(result.as_dict())
+        return
+    table = Table("#", "score", "vec", "kw", "entry", box=None)
+    for rank, hit in enumerate(result.hits, 1):
+        section = f" › {hit.heading}" if hit.heading and hit.heading != hit.title else ""
+        where = f"[bold]{escape(hit.title)}[/]  [dim]{escape(hit.path + section)}[/]"
+        table.add_row(str(rank), f"{hit.score:.3f}", f"{hit.vec_score:.2f}", f"{hit.kw_score:.2f}",
+                      f"{where}\n{escape(hit.snippet)}")  # fmt: skip
+    out.print(table)
+    out.print(f"[dim]{len(result.hits)} entries, {result.mode} search, {result.ms:.0f} ms[/]")
+    if result.reason:
+        err.print(f"[yellow]note:[/] {result.reason}")
+
+
+cli.add_command(recall, name="search")
+
+
+@cli.command()
+@click.option("--full", is_flag=True, help="Forget the index and rebuild it from every note (re-embeds everything).")
+@click.option("--keyword-only", is_flag=True, help="Update notes and keywords only; leave embedding for later.")
+@json_option
+@pass_state
+def reindex(state: State, full: bool, keyword_only: bool, as_json: bool) -> None:
+    """Bring the search index up to date with your notes (only changed notes are re-read and re-embedded).
+
+    Notes edited in Obsidian are picked up here and by the hooks in the background; run this after
+    changing the embedding model, or with --full if search results look stale.
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    vault = state.vault
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err, transient=True, disable=as_json) as bar:
+        tasks: dict[str, Any] = {}
+
+        def progress(phase: str, done: int, total: int) -> None:
+            if phase not in tasks:
+                label = "reading notes" if phase == "scan" else "embedding"
+                tasks[phase] = bar.add_task(label, total=total)
+            bar.update(tasks[phase], completed=done, total=total)
+
+        report = vault.reindex(full=full, vectors="none" if keyword_only else "auto", progress=progress)
+    if as_json:
+        print_json({**dataclasses.asdict(report), "index": str(vault.index_file)})
+        return
+    if report.rebuilt:
+        err.print(f"[yellow]warning:[/] {report.rebuilt}")
+    out.print(
+        f"{report.scanned} notes: {report.added} added, {report.updated} updated, {report.removed} removed, "
+        f"{report.unchanged} unchanged; {report.embedded} embedded"
+        + (f" with {report.model}" if report.model else "")
+        + f" in {report.seconds:.1f}s"
+    )
+    if report.pending:
+        out.print(f"{report.pending} notes still wait for vectors (keyword search finds them meanwhile)")
+    for line in report.warnings:
+        err.print(f"[yellow]warning:[/] {line}")
+
+
+@cli.command()
+@click.option("--stop", "action", flag_value="stop", help="Stop the running service.")
+@click.option("--status", "action", flag_value="status", help="Show whether it runs, with which model.")
+@click.option("--background", "action", flag_value="background", help="Start it detached and wait until ready.")
+@click.option("--idle-minutes", type=click.FloatRange(0.01), help="Exit after this long unused (default: config).")
+@json_option
+def serve(action: str | None, idle_minutes: float | None, as_json: bool) -> None:
+    """Run the warm embedding service that keeps the model loaded for fast semantic recall.
+
+    One per user, reachable only by you (a Unix socket in a private folder; loopback TCP with a
+    token on Windows). The hooks start it on demand and it exits after being idle, so you rarely
+    need this command. Without options it runs in the foreground until Ctrl-C.
+    """
+    from memvault.recall import client, service
+
+    settings = config_mod.load().embedding
+    idle = idle_minutes or settings.service_idle_minutes
+    if action == "status":
+        info = client.status()
+        if as_json:
+            print_json(info or {"running": False})
+        elif info is None:
+            out.print("not running")
+        else:
+            out.print(f"running: pid {info.get('pid')}, model {info.get('model')} (dim {info.get('dim')}), "
+                      f"{info.get('requests')} requests, idle exit after {info.get('idle_minutes')} min")  # fmt: skip
+        return
+    if action == "stop":
+        stopped = client.stop()
+        print_json({"stopped": stopped}) if as_json else out.print("stopped" if stopped else "not running")
+        return
+    if action == "background":
+        client.start(settings.model, idle)
+        with err.status("loading the embedding model…"):
+            info = client.wait_ready(120)
+        if info is None:
+            raise MemvaultError(f"the service did not start; see {client.log_file()}", code="service")
+        print_json(info) if as_json else out.print(f"running: pid {info.get('pid')}, model {info.get('model')}")
+        return
+    sys.exit(service.serve(settings.model, idle))

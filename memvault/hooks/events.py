@@ -1,0 +1,316 @@
+"""The Claude Code hooks: read the event's JSON on stdin, do the event's job, print once, log one line, exit 0.
+
+Imported by the launchers in `memvault/hooks/`. Never imports click, rich, YAML (except to refresh the
+settings cache) or the embedding model: UserPromptSubmit must finish within its 300 ms budget.
+Slow work (reflection, reindex, starting the embedding service) runs in a detached
+`memvault.hooks.jobs` process that the hook does not wait for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TextIO
+
+from memvault import paths, runtime
+from memvault.text import plural
+
+_IMPORTED = time.monotonic()
+STARTUP_MS = 75  # interpreter start and imports before `main` runs, plus printing: kept out of the recall budget
+# With less than this share of the budget left, the vector half is not attempted: its KNN search (about
+# 100 ms on 20k notes) would run past the budget even with the query vector back in time (after a config edit).
+VECTOR_MIN_SHARE = 0.6
+FALLBACK_MS = 90  # kept back from the service's share of the budget for a keyword-only recall here (imports + FTS)
+PROMPT_CHARS = 160  # how much of a prompt the log keeps (secrets redacted) for `memvault inspect`
+
+# Every rule in secrets.py needs an "=" or ":", a PEM fence, or a run of 12+ non-space characters.
+_MAYBE_SECRET = re.compile(r"[=:]|-----|\S{12,}")
+
+Output = dict[str, Any]
+
+
+class Skip(Exception):
+    """Nothing to do for this event; the reason goes to the log."""
+
+
+class NoVault(Skip):
+    """No usable vault: logged, and also shown to the user at SessionStart."""
+
+
+def main(event: str, stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
+    """Run one hook event; always returns 0 (the host treats anything else as a hook error)."""
+    started = time.monotonic()
+    record: dict[str, Any] = {"hook": event, "result": "success"}
+    output: Output | None = None
+    try:
+        payload = read_payload(stdin or sys.stdin)
+        record["session"] = payload.get("session_id") if isinstance(payload.get("session_id"), str) else None
+        output = _run(event, payload, record)
+    except Skip as why:
+        record.update(result="skipped", reason=str(why))
+    except Exception as exc:  # a hook never hurts the session: log it and carry on
+        record.update(result="error", reason=f"{type(exc).__name__}: {exc}"[:500])
+    if output is not None:
+        try:
+            (stdout or sys.stdout).write(json.dumps(output) + "\n")  # ASCII: safe on any console code page
+            (stdout or sys.stdout).flush()
+        except (OSError, ValueError) as exc:
+            record.update(result="error", reason=f"could not write the output: {exc}")
+    record["duration_ms"] = round((time.monotonic() - started) * 1000, 1)
+    with contextlib.suppress(Exception):  # a full disk must not break the session either
+        runtime.log_event(record)
+    return 0
+
+
+def read_payload(stream: TextIO) -> dict[str, Any]:
+    """The event JSON; empty, broken or non-object input gives {} (the hook then does what it can)."""
+    try:
+        data = json.loads(stream.read(8 * 1024 * 1024) or "{}")
+    except (ValueError, OSError, UnicodeDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _run(event: str, payload: dict[str, Any], record: dict[str, Any]) -> Output | None:
+    handler = HANDLERS.get(event)
+    if handler is None:
+        raise Skip(f"unknown hook event {event!r}")
+    try:
+        settings = runtime.settings()
+    except Exception as exc:
+        if event == "SessionStart":  # the one place the user sees it without reading the log
+            record.update(result="error", reason=str(exc))
+            return {"systemMessage": f"MemoryVault is off for this session: {exc}"}
+        raise
+    if not settings["memory"]["enabled"]:
+        raise Skip("memory.enabled is false (kill switch)")
+    try:
+        return handler(payload, settings, record)
+    except NoVault as why:
+        if event != "SessionStart":
+            raise
+        record.update(result="skipped", reason=str(why))  # said once per session, where the user sees it
+        return {"systemMessage": f"MemoryVault is off for this session: {why}"}
+
+
+def _text(payload: dict[str, Any], key: str) -> str:
+    value = payload.get(key)
+    return value if isinstance(value, str) else ""
+
+
+def _vault(settings: dict[str, Any]) -> tuple[Path, str]:
+    root = settings["vault"]["root"]
+    if not root:
+        raise NoVault("no vault configured (run `memvault init PATH`)")
+    path = Path(root).expanduser()
+    if not path.is_dir():
+        raise NoVault(f"vault folder {path} is missing (sync drive not mounted?)")
+    return path.resolve(), settings["vault"]["folder"].strip("/")
+
+
+def _index_file(root: Path, folder: str, settings: dict[str, Any]) -> Path:
+    return paths.index_file(root, folder, settings["index"]["location"])
+
+
+def _session(payload: dict[str, Any]) -> str:
+    return _text(payload, "session_id") or "unknown"
+
+
+# ---- SessionStart ---------------------------------------------------------------------------
+
+
+def session_start(payload: dict[str, Any], settings: dict[str, Any], record: dict[str, Any]) -> Output | None:
+    from . import inject
+
+    root, folder = _vault(settings)
+    session, source = _session(payload), _text(payload, "source") or "startup"
+    record.update(source=source, vault=str(root))
+    info = {"transcript_path": _text(payload, "transcript_path"), "cwd": _text(payload, "cwd"), "source": source}
+    runtime.write_start_marker(session, {**info, "vault": str(root)})
+    recall = settings["recall"]
+    entries = inject.always_load(root, folder, _index_file(root, folder, settings), recall["always_load_max"])
+    context, shown = inject.always_load_context(entries, recall["always_load_chars"])
+    # After /clear or compaction the earlier injections are gone from the context: recall may repeat them.
+    kept = runtime.injected(session)["recalled"] if source == "resume" else []
+    runtime.save_injected(session, {"always": shown, "recalled": kept})
+    record.update(injected=[{"path": p} for p in shown], always_load=len(entries))
+    cwd = info["cwd"]
+    _background("start", *(["--project", cwd] if cwd and Path(cwd).is_absolute() else []))
+    notes = [f"Loaded {plural(len(shown), 'MemoryVault always-load entry')}"] if shown else []
+    counts = inject.pending_counts(root, folder)
+    if counts["review"]:
+        notes.append(f"{counts['review']} awaiting review (memvault review)")
+    if counts["inbox"]:
+        notes.append(f"{counts['inbox']} in the inbox (memvault inbox)")
+    notes += runtime.warnings().values()
+    out: Output = {}
+    if context:
+        out["hookSpecificOutput"] = {"hookEventName": "SessionStart", "additionalContext": context}
+    if notes:
+        out["systemMessage"] = "; ".join(notes)
+    return out or None
+
+
+# ---- UserPromptSubmit -----------------------------------------------------------------------
+
+
+def user_prompt_submit(payload: dict[str, Any], settings: dict[str, Any], record: dict[str, Any]) -> Output | None:
+    from . import inject
+
+    prompt = _text(payload, "prompt").strip()
+    record.update(prompt=_excerpt(prompt), prompt_chars=len(prompt))
+    recall = settings["recall"]
+    if len(prompt) < recall["min_prompt_chars"]:
+        raise Skip(f"prompt shorter than recall.min_prompt_chars ({recall['min_prompt_chars']})")
+    if prompt.startswith("/"):
+        raise Skip("slash command")
+    root, folder = _vault(settings)
+    record["vault"] = str(root)  # recall analytics count injections per vault
+    session = _session(payload)
+    seen = runtime.injected(session)
+    already = set(seen["always"]) | set(seen["recalled"])
+    result = _recall(root, folder, prompt, settings, extra=min(len(already), 20))  # room to drop what it has
+    hits = [h for h in result["hits"] if h["path"] not in already]
+    context, kept = inject.recall_context(hits[: recall["k"]], recall["max_context_chars"])
+    record.update(
+        mode=result["mode"],
+        vec_hits=result["vec_hits"],
+        kw_hits=result["kw_hits"],
+        deduped=[h["path"] for h in result["hits"] if h["path"] in already],
+        injected=[
+            {"path": h["path"], "title": h["title"], "score": h["score"], "vec": h["vec_score"], "kw": h["kw_score"]}
+            for h in kept
+        ],
+        reason=result["reason"],
+        result="partial" if result["partial"] else "success",
+    )
+    if not kept:
+        return None
+    runtime.save_injected(session, {**seen, "recalled": seen["recalled"] + [h["path"] for h in kept]})
+    names = inject.titles([h["title"] for h in kept])
+    return {
+        "hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": context},
+        "systemMessage": f"Loaded {plural(len(kept), 'relevant entry')}: {names}",
+    }
+
+
+def _recall(root: Path, folder: str, prompt: str, settings: dict[str, Any], extra: int) -> dict[str, Any]:
+    """`recall.Result.as_dict()` for the prompt, within what is left of the hook's budget.
+
+    The warm service runs the whole recall beside its loaded model, so this process imports no
+    index code. Without the service, or when it does not answer in time, the index is queried
+    here, keyword-only (the vector could only have come from the service).
+    """
+    from memvault.recall import client
+
+    recall = settings["recall"]
+    budget_ms = recall["prompt_budget_ms"] - (time.monotonic() - _IMPORTED) * 1000 - STARTUP_MS
+    options: dict[str, Any] = {
+        "k": recall["k"] + extra,
+        "fusion": recall["fusion"],
+        "vector_weight": recall["vector_weight"],
+        "keyword_weight": recall["keyword_weight"],
+    }
+    index_file = _index_file(root, folder, settings)
+    if budget_ms < VECTOR_MIN_SHARE * recall["prompt_budget_ms"]:
+        reason = "the budget was spent before recall (keyword-only)"
+    else:
+        wait_ms = budget_ms - FALLBACK_MS  # what a keyword-only fallback here would need, kept in reserve
+        served = (
+            client.recall(str(index_file), prompt, {**options, "budget_ms": wait_ms - 20}, timeout=wait_ms / 1000)
+            if index_file.exists()
+            else None
+        )
+        if served is not None:
+            return served
+        late = client.read_info() is not None  # only on the way to the fallback: say why it is keyword-only
+        reason = f"the embedding service {'did not answer in time' if late else 'is not running'} (keyword-only)"
+    from memvault.recall import scan
+    from memvault.recall import search as rc
+
+    local = rc.options_from({**options, "budget_ms": max(20.0, budget_ms)})
+    if index_file.exists():
+        result = rc.recall_file(index_file, prompt, local, None)
+    else:  # before the first reindex: the seed's file scan, keyword-only, within the budget
+        from memvault.store import disk
+
+        result = scan.scan(root, folder, disk.ignore_patterns(root, tuple(settings["vault"]["ignore"])), prompt, local)
+    data = result.as_dict()
+    if result.mode != "none" and not (result.reason or "").startswith(("no index", "no vectors")):  # those stay
+        data.update(partial=True, reason=reason)
+    return data
+
+
+def _excerpt(prompt: str) -> str:
+    """The start of the prompt for the log, secrets redacted (the scanner loads only when one may be there)."""
+    text = " ".join(prompt[: PROMPT_CHARS * 2].split())
+    if _MAYBE_SECRET.search(text):
+        from memvault.store import secrets
+
+        text, _ = secrets.redact(text)
+    return text[:PROMPT_CHARS]
+
+
+# ---- Stop, SessionEnd, Notification(idle_prompt): schedule, never wait ------------------------
+
+
+def stop(payload: dict[str, Any], settings: dict[str, Any], record: dict[str, Any]) -> Output | None:
+    if payload.get("stop_hook_active") is True:
+        raise Skip("stop_hook_active: Claude is already continuing because of a Stop hook")
+    _schedule_reflection(payload, settings, final=False)
+    record["scheduled"] = "reflect"
+    return None  # anything printed here would make the conversation continue
+
+
+def session_end(payload: dict[str, Any], settings: dict[str, Any], record: dict[str, Any]) -> Output | None:
+    record["reason"] = _text(payload, "reason") or None
+    _schedule_reflection(payload, settings, final=True)
+    record["scheduled"] = "reflect --final"
+    return None
+
+
+def idle(payload: dict[str, Any], settings: dict[str, Any], record: dict[str, Any]) -> Output | None:
+    kind = _text(payload, "notification_type")
+    if kind and kind != "idle_prompt":
+        raise Skip(f"notification {kind!r} is not idle_prompt")
+    _vault(settings)
+    args = ["idle"]
+    if _text(payload, "session_id") and _text(payload, "transcript_path"):
+        args += ["--session", _session(payload), "--transcript", _text(payload, "transcript_path")]
+    _background(*args)
+    record["scheduled"] = "idle sweep"
+    return None
+
+
+def _schedule_reflection(payload: dict[str, Any], settings: dict[str, Any], *, final: bool) -> None:
+    _vault(settings)
+    if paths.stop_file().exists():
+        raise Skip("the STOP file halts reflection")
+    transcript = _text(payload, "transcript_path")
+    if not transcript:
+        raise Skip("no transcript_path in the event")
+    args = ["reflect", "--session", _session(payload), "--transcript", transcript]
+    _background(*args, *(["--final"] if final else []))
+
+
+def _background(*args: str) -> None:
+    from memvault import procs
+
+    package_parent = str(Path(__file__).resolve().parents[2])  # the plugin route runs without an install
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (package_parent, os.environ.get("PYTHONPATH")) if p)}
+    procs.spawn([sys.executable, "-m", "memvault.hooks.jobs", *args], paths.state_dir() / "hookjobs.log", env=env)
+
+
+HANDLERS: dict[str, Callable[[dict[str, Any], dict[str, Any], dict[str, Any]], Output | None]] = {
+    "SessionStart": session_start,
+    "UserPromptSubmit": user_prompt_submit,
+    "Stop": stop,
+    "SessionEnd": session_end,
+    "Notification": idle,
+}

@@ -1,0 +1,148 @@
+"""The text hooks put into Claude's context: always-load entries and recalled notes, fenced, labelled and capped.
+
+The fences (`<memoryvault-always-load>`, `<memoryvault-recall>`) let the transcript reader drop this
+text again, so reflection never re-ingests what the vault itself injected.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from memvault.store import privacy
+
+ALWAYS_TAG, RECALL_TAG = "memoryvault-always-load", "memoryvault-recall"
+ALWAYS_FOLDER = "_always-load"
+MIN_SHARE = 300  # an always-load entry cut to fit is still given at least this many characters
+TITLE_CHARS = 48  # per title in the one-line message shown to the user
+
+
+class Loaded(NamedTuple):
+    path: str
+    title: str
+    text: str
+
+
+def always_load_paths(root: Path, folder: str, index_file: Path | None) -> list[str]:
+    """`_always-load/` notes of every group (read from disk: always fresh), then `always_load: true` notes (index)."""
+    from memvault.index.core import open_reader
+    from memvault.index.schema import VISIBLE
+
+    memory = root / folder
+    inside = os.path.realpath(root) + os.sep  # a symlink that leads out of the vault is never read
+    found = sorted(
+        f"{folder}/{p.relative_to(memory).as_posix()}"
+        for p in memory.glob(f"*/{ALWAYS_FOLDER}/*.md")
+        if p.is_file() and os.path.realpath(p).startswith(inside)
+    )
+    if index_file is not None and index_file.exists():
+        with contextlib.suppress(Exception):  # a missing or damaged index only loses the flagged notes
+            index = open_reader(index_file)
+            try:
+                rows = index.conn.execute(
+                    "SELECT path FROM notes WHERE always_load = 1 AND visibility = ? ORDER BY path", (VISIBLE,)
+                ).fetchall()
+            finally:
+                index.close()
+            found += [str(r[0]) for r in rows if r[0] not in found]
+    return found
+
+
+def read_entry(root: Path, rel: str, folder: str) -> Loaded | None:
+    """One note as context, or None when it is private, not active, or unreadable."""
+    from memvault.recall import scan, search
+
+    try:
+        text = (root / rel).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    head, body = scan.split_frontmatter(text)
+    if not scan.admits_file(rel, folder, head, search.Options()):
+        return None
+    body = privacy.strip_private(body).strip()
+    lines = body.splitlines()
+    if lines and lines[0].startswith("# "):
+        title, body = lines[0][2:].strip(), "\n".join(lines[1:]).strip()
+    else:
+        title = Path(rel).stem
+    return Loaded(rel, title, body)
+
+
+def always_load(root: Path, folder: str, index_file: Path | None, limit: int) -> list[Loaded]:
+    entries = (read_entry(root, rel, folder) for rel in always_load_paths(root, folder, index_file))
+    return [e for e in entries if e is not None][:limit]
+
+
+def always_load_context(entries: Sequence[Loaded], max_chars: int) -> tuple[str, list[str]]:
+    """The SessionStart context and the paths it shows; entries past the budget are named, not dropped silently."""
+    if not entries:
+        return "", []
+    head = (
+        f'<{ALWAYS_TAG} count="{len(entries)}">\n'
+        "Standing notes from the user's MemoryVault (their Obsidian vault), loaded at every session start. "
+        "They record the user's preferences, conventions and decisions; the path is where each note lives.\n"
+    )
+    tail = f"</{ALWAYS_TAG}>"
+    budget = max_chars - len(head) - len(tail) - 200  # room for the "not shown" line
+    parts, shown = [], []
+    for n, entry in enumerate(entries):
+        header = f"\n## {entry.title} ({entry.path})\n"
+        share = max(MIN_SHARE, budget // (len(entries) - n))
+        room = min(share, budget) - len(header)
+        if room < 80:
+            break
+        body = entry.text
+        if len(body) > room:
+            body = body[: room - 40].rstrip() + f"\n… (cut; read {entry.path})"
+        parts.append(header + body + "\n")
+        shown.append(entry.path)
+        budget -= len(parts[-1])
+    rest = [e.path for e in entries[len(shown) :]]
+    if rest:
+        parts.append(f"\nNot shown for space: {', '.join(rest)}\n")
+    return head + "".join(parts) + tail, shown
+
+
+def recall_context(hits: Sequence[Mapping[str, Any]], max_chars: int) -> tuple[str, list[Mapping[str, Any]]]:
+    """The per-prompt context (path, title, snippet per hit, best first) and the hits that fit in `max_chars`.
+
+    Hits are `recall.Hit.as_dict()` mappings (what the embedding service returns).
+    """
+    if not hits:
+        return "", []
+    head = (
+        f'<{RECALL_TAG} count="{{n}}">\n'
+        "Notes from the user's MemoryVault that match this prompt, most relevant first "
+        "(read the file for the full note):\n"
+    )
+    tail = f"</{RECALL_TAG}>"
+    lines: list[str] = []
+    used = len(head) + len(tail) + 8
+    kept: list[Mapping[str, Any]] = []
+    for hit in hits:
+        where = f"{hit['path']} › {hit['heading']}" if hit.get("heading") else hit["path"]
+        line = f"- {hit['title']} ({where}): {' '.join(str(hit.get('snippet', '')).split())}\n"
+        if used + len(line) > max_chars:
+            break
+        lines.append(line)
+        kept.append(hit)
+        used += len(line)
+    if not kept:
+        return "", []
+    return head.format(n=len(kept)) + "".join(lines) + tail, kept
+
+
+def titles(names: Sequence[str], limit: int = 5) -> str:
+    """'a, b, c' for the user's status line, each cut to a readable length, '+N more' past `limit`."""
+    cut = [n if len(n) <= TITLE_CHARS else n[: TITLE_CHARS - 1] + "…" for n in names[:limit]]
+    more = f" +{len(names) - limit} more" if len(names) > limit else ""
+    return ", ".join(cut) + more
+
+
+def pending_counts(root: Path, folder: str) -> dict[str, int]:
+    """Entries waiting for the user in `_review/` and `_inbox/` across groups."""
+    memory = root / folder
+    return {name: sum(1 for _ in memory.glob(f"*/_{name}/*.md")) for name in ("review", "inbox")}

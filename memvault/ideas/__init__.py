@@ -1,0 +1,3 @@
+"""The idea ledger: `Ideas.md` sections at the vault root and incubator notes, captured, promoted,
+archived and deleted in single journalled writes.
+"""

@@ -1,0 +1,121 @@
+"""The index's tables and their migrations, the row kept per note, and how far a note may travel (visibility).
+
+Pure definitions: opening, querying and writing the database is `core`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from . import db
+from .db import Connection
+
+VEC_TABLE = "vec_chunks"
+
+# How far a note may travel into agent context; vectors carry it so KNN can pre-filter.
+VISIBLE, INBOX, PRIVATE, HIDDEN = 0, 1, 2, 3
+# Memory entries recalled into agent context: active ones, and fixes whose problem is resolved (the
+# fix is still the answer when the error comes back). Superseded, archived, incubating and promoted
+# entries are not.
+RECALLED_STATUSES = ("active", "resolved")
+
+
+def place(rel: str, folder: str) -> tuple[bool, str | None, str]:
+    """(under the memory folder, its group, its special area such as "_inbox" or "") of a vault path."""
+    parts = rel.split("/")
+    in_memory = parts[0] == folder and len(parts) > 1
+    group = parts[1] if in_memory and len(parts) > 2 else None
+    area = next((p for p in parts[2:-1] if p.startswith("_")), "") if in_memory else ""
+    return in_memory, group, area
+
+
+@dataclass(frozen=True)
+class NoteRow:
+    """What the index keeps about one note (besides its chunks)."""
+
+    path: str
+    mtime_ns: int
+    size: int
+    hash: str
+    title: str
+    kind: str | None = None
+    status: str = "active"
+    group: str | None = None
+    tags: tuple[str, ...] = ()
+    always_load: bool = False
+    private: bool = False
+    updated: str | None = None
+    in_memory: bool = False
+    area: str = ""  # "_inbox", "_review", "_archive", "_always-load", "_idea-incubator" or ""
+    error: str | None = None
+    created: str | None = None
+
+    @property
+    def visibility(self) -> int:
+        if self.error or self.area == "_archive" or self.status in ("superseded", "archived"):
+            return HIDDEN
+        if self.in_memory and self.status not in RECALLED_STATUSES:
+            return HIDDEN
+        if self.private:
+            return PRIVATE
+        return INBOX if self.area in ("_inbox", "_review") else VISIBLE
+
+
+def content_hash(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def _core(conn: Connection) -> None:
+    conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
+    conn.execute(
+        """CREATE TABLE notes (
+            id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
+            hash TEXT NOT NULL, title TEXT NOT NULL, kind TEXT, status TEXT NOT NULL, grp TEXT, tags TEXT NOT NULL,
+            always_load INTEGER NOT NULL, private INTEGER NOT NULL, updated TEXT, in_memory INTEGER NOT NULL,
+            area TEXT NOT NULL, error TEXT, visibility INTEGER NOT NULL, embedded TEXT)"""
+    )
+    conn.execute(
+        # AUTOINCREMENT: a chunk id is never reused, so a vector left behind can never attach to new text.
+        """CREATE TABLE chunks (
+            id INTEGER PRIMARY KEY AUTOINCREMENT, note_id INTEGER NOT NULL REFERENCES notes(id) ON DELETE CASCADE,
+            seq INTEGER NOT NULL, heading TEXT NOT NULL, text TEXT NOT NULL, ehash TEXT NOT NULL)"""
+    )
+    conn.execute("CREATE INDEX chunks_note ON chunks(note_id)")
+    conn.execute(
+        "CREATE VIRTUAL TABLE chunks_fts USING fts5(title, tags, heading, body, "
+        "tokenize = 'porter unicode61 remove_diacritics 2')"
+    )
+    conn.execute(
+        """CREATE TABLE links (src INTEGER NOT NULL REFERENCES notes(id) ON DELETE CASCADE,
+            target TEXT NOT NULL, dest TEXT)"""
+    )
+    conn.execute("CREATE INDEX links_src ON links(src)")
+    conn.execute("CREATE INDEX links_dest ON links(dest)")
+
+
+def _recalls(conn: Connection) -> None:
+    conn.execute("CREATE TABLE recalls (path TEXT PRIMARY KEY, count INTEGER NOT NULL, last_recalled TEXT NOT NULL)")
+
+
+def _pending_index(conn: Connection) -> None:
+    conn.execute("CREATE INDEX notes_unembedded ON notes(id) WHERE embedded IS NULL AND error IS NULL")
+
+
+def _recall_cursor(conn: Connection) -> None:
+    # How far recall analytics have read each hook log file; kept by a full reindex, like `recalls`.
+    conn.execute("CREATE TABLE recall_cursor (file TEXT PRIMARY KEY, offset INTEGER NOT NULL, since TEXT NOT NULL)")
+
+
+def _created(conn: Connection) -> None:
+    conn.execute("ALTER TABLE notes ADD COLUMN created TEXT")
+    conn.execute("UPDATE notes SET mtime_ns = 0, hash = ''")  # the next sync re-reads every note to fill it in
+
+
+MIGRATIONS: list[db.Migration] = [
+    ("0001_core", _core),
+    ("0002_recalls", _recalls),
+    ("0003_unembedded", _pending_index),
+    ("0004_recall_cursor", _recall_cursor),
+    ("0005_created", _created),
+]

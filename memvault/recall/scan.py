@@ -1,0 +1,83 @@
+"""Recall before any index exists: the file scan (keyword-only, within the budget) and the file-level filters.
+
+Reads note files directly with a line-level look at the frontmatter (no YAML on the prompt path).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from memvault.index import chunking
+from memvault.index.schema import NoteRow, place
+
+from . import search
+
+
+def scan(root: Path, folder: str, ignore: tuple[str, ...], query: str, options: search.Options) -> search.Result:
+    """The fallback before any index exists (the seed's grep + frontmatter scan): keyword-only, within the budget.
+
+    Reads the files directly with a line-level frontmatter check (no YAML), applies the same
+    filters as `recall`, scores term counts with title and tag hits weighted up, and stops at the
+    budget with what it has (marked partial).
+    """
+    from memvault.store import disk
+
+    started = time.monotonic()
+    deadline = started + options.budget_ms / 1000
+    terms = chunking.query_terms(query)
+    result = search.Result(mode="keyword", reason="no index yet: scanned the files (keyword-only)")
+    if not terms:
+        result.mode = "none"
+        return result
+    scored: list[tuple[float, str, str, str]] = []
+    for rel in disk.list_markdown(root, ignore).notes:
+        if time.monotonic() > deadline:
+            result.partial, result.reason = True, "no index yet and the file scan ran out of time (keyword-only)"
+            break
+        if rel in options.exclude or disk.is_conflict_copy(rel):
+            continue
+        try:
+            text = (root / rel).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        head, body = split_frontmatter(text)
+        if not admits_file(rel, folder, head, options):
+            continue
+        title = next((ln[2:].strip() for ln in body.splitlines() if ln.startswith("# ")), Path(rel).stem)
+        lower_title, lower_head, lower_body = title.lower(), head.lower(), body.lower()
+        score = sum(lower_body.count(t) + 3 * (lower_title.count(t) + lower_head.count(t)) for t in terms)
+        if score:
+            scored.append((float(score), rel, title, body))
+    scored.sort(key=lambda item: (-item[0], item[1]))
+    best = scored[0][0] if scored else 1.0
+    result.hits = [
+        search.Hit(rel, title, round(score / best, 4), 0.0, round(score / best, 4), chunking.snippet(body, terms))
+        for score, rel, title, body in scored[: options.k]
+    ]
+    result.kw_hits, result.ms = len(scored), (time.monotonic() - started) * 1000
+    return result
+
+
+def split_frontmatter(text: str) -> tuple[str, str]:
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if not text.startswith("---"):
+        return "", text
+    end = text.find("\n---", 3)
+    return (text[3:end], text[end + 4 :]) if end > 0 else ("", text)
+
+
+def admits_file(rel: str, folder: str, head: str, options: search.Options) -> bool:
+    """The index's visibility rule and recall's filters, from a line-level read of the frontmatter (no YAML)."""
+
+    def value(key: str) -> str:
+        for line in head.splitlines():
+            if line.startswith(f"{key}:"):
+                return line.split(":", 1)[1].strip().strip("'\"").lower()
+        return ""
+
+    in_memory, group, area = place(rel, folder)
+    row = NoteRow(rel, 0, 0, "", "", status=value("status") or "active", group=group,
+                  private=value("private") == "true", in_memory=in_memory, area=area)  # fmt: skip
+    return search.admits(row, options)

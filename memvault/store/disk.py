@@ -1,0 +1,246 @@
+"""The canonical vault on disk: listing notes, reading them safely, atomic writes, the vault lock.
+
+Does NOT parse frontmatter (that is `notes`) or decide what may be written (that is `safety`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import json
+import os
+import re
+from collections.abc import Container, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import filelock
+
+from memvault import fault
+from memvault.errors import MemvaultError, VaultBusy
+
+# Read scope exclusions that always apply (names match any path component).
+DEFAULT_IGNORE = (".obsidian", ".trash", ".git", ".stversions", "node_modules", "_meta")
+TEMP_SUFFIX = ".memvault.tmp"
+# Copies left by sync tools: Obsidian Sync / Dropbox / iCloud "(conflict …)", Syncthing ".sync-conflict-…".
+_CONFLICT = re.compile(r"(\([^)]*conflict[^)]*\d[^)]*\)|\.sync-conflict-\d{8}-\d{6})", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Listing:
+    """What a walk of the vault found: markdown paths (vault-relative, POSIX) and what it skipped."""
+
+    notes: tuple[str, ...]
+    skipped: tuple[tuple[str, str], ...]  # (path, reason)
+
+
+def templates_folder(root: Path) -> str | None:
+    """The templates folder configured in Obsidian (`.obsidian/templates.json`), if any."""
+    for name in ("templates.json", "plugins/templater-obsidian/data.json"):
+        try:
+            data = json.loads((root / ".obsidian" / name).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        folder = data.get("folder") or data.get("templates_folder") if isinstance(data, dict) else None
+        if isinstance(folder, str) and folder.strip("/"):
+            return folder.strip("/")
+    return None
+
+
+def ignore_patterns(root: Path, extra: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """Default exclusions + the vault's templates folder (or `Templates`) + configured globs."""
+    return (*DEFAULT_IGNORE, templates_folder(root) or "Templates", *extra)
+
+
+def is_ignored(rel: str, patterns: tuple[str, ...]) -> bool:
+    """Gitignore-like: a pattern without '/' matches any path component; with '/', the path from the root."""
+    parts = rel.split("/")
+    for pattern in patterns:
+        pattern = pattern.strip("/")
+        if "/" in pattern:
+            if fnmatch.fnmatchcase(rel, pattern) or fnmatch.fnmatchcase(rel, pattern + "/*"):
+                return True
+        elif any(fnmatch.fnmatchcase(part, pattern) for part in parts):
+            return True
+    return False
+
+
+def free_note(root: Path, folder: str, stem: str, taken: Container[str] = ()) -> str:
+    """`<folder>/<stem>.md`, or `<stem>-2.md`, `-3`, … when that note exists in the vault (or is in `taken`)."""
+    rel, n = f"{folder}/{stem}.md", 2
+    while (root / rel).exists() or rel in taken:
+        rel, n = f"{folder}/{stem}-{n}.md", n + 1
+    return rel
+
+
+def is_conflict_copy(rel: str) -> bool:
+    return bool(_CONFLICT.search(rel.rsplit("/", 1)[-1]))
+
+
+def list_markdown(root: Path, patterns: tuple[str, ...] = DEFAULT_IGNORE, under: str = "") -> Listing:
+    """Walk the vault for `.md` files, honouring ignore patterns, never leaving the vault.
+
+    Symlinked folders are followed only when they resolve inside the vault, and each real folder
+    is visited once, so symlink loops end. Temp files of interrupted writes are skipped.
+    """
+    real_root = os.path.realpath(root)
+    start = root / under if under else root
+    found: list[str] = []
+    skipped: list[tuple[str, str]] = []
+    seen: set[tuple[int, int]] = set()
+    for dirpath, dirnames, filenames in os.walk(
+        start,
+        followlinks=True,
+        onerror=lambda e: skipped.append((_rel(root, e.filename or ""), f"unreadable: {e.strerror}")),
+    ):
+        try:
+            st = os.stat(dirpath)
+        except OSError:
+            dirnames[:] = []
+            continue
+        real_dir = os.path.realpath(dirpath)
+        if (st.st_dev, st.st_ino) in seen or not is_inside(real_dir, real_root):
+            skipped.append(
+                (_rel(root, dirpath), "symlink loop" if (st.st_dev, st.st_ino) in seen else "symlink leaves the vault")
+            )
+            dirnames[:] = []
+            continue
+        seen.add((st.st_dev, st.st_ino))
+        rel_dir = _rel(root, dirpath)
+        dirnames[:] = sorted(d for d in dirnames if not is_ignored(_join(rel_dir, d), patterns))
+        for name in sorted(filenames):
+            rel = _join(rel_dir, name)
+            if not name.lower().endswith(".md") or name.endswith(TEMP_SUFFIX) or is_ignored(rel, patterns):
+                continue
+            if not is_inside(os.path.realpath(os.path.join(dirpath, name)), real_root):
+                skipped.append((rel, "symlink leaves the vault"))
+                continue
+            found.append(rel)
+    return Listing(tuple(found), tuple(skipped))
+
+
+def read_text(path: Path, max_bytes: int | None = None) -> str:
+    """A note's text. Clear errors for missing, binary, non-UTF-8 and oversized files."""
+    try:
+        data = path.read_bytes() if max_bytes is None else _read_capped(path, max_bytes)
+    except FileNotFoundError:
+        raise MemvaultError(f"{path}: no such note", code="missing", path=str(path)) from None
+    except IsADirectoryError:
+        raise MemvaultError(f"{path}: is a folder, not a note", code="not_markdown", path=str(path)) from None
+    except OSError as exc:
+        raise MemvaultError(f"{path}: cannot read ({exc.strerror})", code="unreadable", path=str(path)) from None
+    if b"\x00" in data[:8192]:
+        raise MemvaultError(f"{path}: looks binary, not a markdown note", code="unreadable", path=str(path))
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MemvaultError(f"{path}: not UTF-8 text (byte {exc.start})", code="unreadable", path=str(path)) from None
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` so readers see the old or the new file, never a torn one.
+
+    Temp file in the same folder, fsync, rename over the target, fsync the folder. The file's
+    permission bits are kept when it already exists.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode: int | None = os.stat(path).st_mode & 0o7777
+    except FileNotFoundError:
+        mode = None
+    tmp = path.parent / f".{path.name[:100]}.{os.urandom(4).hex()}{TEMP_SUFFIX}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)  # umask applies
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        fault.checkpoint("temp file written")
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    fsync_dir(path.parent)
+
+
+def remove(path: Path) -> None:
+    """Delete a file durably (missing is fine)."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+        fsync_dir(path.parent)
+
+
+def fsync_dir(path: Path) -> None:
+    if os.name != "posix":
+        return  # Windows cannot open a directory for fsync; NTFS journals the rename itself
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def sweep_temp_files(folder: Path) -> int:
+    """Remove temp files that an interrupted write left in `folder`."""
+    count = 0
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(folder):
+            if entry.name.startswith(".") and entry.name.endswith(TEMP_SUFFIX):
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+                    count += 1
+    return count
+
+
+@contextlib.contextmanager
+def vault_lock(lock_file: Path, timeout: float) -> Iterator[None]:
+    """The one vault-wide lock that serialises every mutation (across processes)."""
+    lock = filelock.FileLock(str(lock_file), timeout=timeout)
+    try:
+        lock.acquire()
+    except filelock.Timeout:
+        raise VaultBusy(f"another memvault process has held the vault lock for {timeout:g}s ({lock_file})") from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+@contextlib.contextmanager
+def try_lock(lock_file: Path, timeout: float) -> Iterator[bool]:
+    """A cross-process lock, waited for at most `timeout` seconds; yields whether it was taken."""
+    lock = filelock.FileLock(str(lock_file))
+    try:
+        lock.acquire(timeout=timeout)
+    except filelock.Timeout:
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        lock.release()
+
+
+def _read_capped(path: Path, max_bytes: int) -> bytes:
+    with open(path, "rb") as handle:
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise MemvaultError(f"{path}: larger than {max_bytes // 1024} KB", code="too_large", path=str(path))
+    return data
+
+
+def is_inside(real: str, real_root: str) -> bool:
+    """Whether real path `real` is `real_root` or below it (both already resolved)."""
+    return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
+
+
+def _rel(root: Path, path: str) -> str:
+    rel = os.path.relpath(path, root)
+    return "" if rel == "." else rel.replace(os.sep, "/")
+
+
+def _join(rel_dir: str, name: str) -> str:
+    return f"{rel_dir}/{name}" if rel_dir else name

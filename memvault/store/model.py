@@ -1,0 +1,170 @@
+"""Pure value types of the vault API and the helpers that compose an entry's frontmatter."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memvault.errors import InvalidNote, MemvaultError
+
+from . import notes
+
+# Special folders inside a group (SPEC §3).
+ALWAYS_LOAD, INBOX, REVIEW, ARCHIVE, INCUBATOR = "_always-load", "_inbox", "_review", "_archive", "_idea-incubator"
+STATUSES = ("active", "resolved", "superseded", "incubating", "promoted", "archived")
+# Frontmatter keys in the order memvault writes them; other keys follow in their own order.
+KEY_ORDER = (
+    "kind",
+    "status",
+    "created",
+    "updated",
+    "tags",
+    "group",
+    "always_load",
+    "supersedes",
+    "superseded_by",
+    "supersede_reason",
+    "confidence",
+    "source",
+    "private",
+)
+
+
+@dataclass(frozen=True)
+class NoteFile:
+    """One note as read from disk."""
+
+    path: str  # vault-relative, POSIX
+    note: notes.Note
+    mtime_ns: int
+    size: int
+
+    @property
+    def title(self) -> str:
+        return notes.title_of(self.note, Path(self.path).stem)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """The summary of a note that listings and health work from."""
+
+    path: str
+    title: str
+    kind: str | None
+    status: str
+    group: str | None
+    tags: tuple[str, ...]
+    always_load: bool
+    private: bool
+    updated: str | None
+    in_memory: bool  # under the MemoryVault folder
+    error: str | None = None  # unreadable file or invalid frontmatter
+    created: str | None = None
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    op: str
+    path: str  # the note the caller cares about (the new entry for evolve)
+    paths: tuple[str, ...]  # every file touched
+    commit: str | None = None
+    archived: str | None = None
+    warning: str | None = None
+
+
+def entry(rel: str, nf: NoteFile, group: str | None, in_memory: bool) -> Entry:
+    """Summarise a note read from disk."""
+    meta = nf.note.meta
+    return Entry(
+        path=rel,
+        title=nf.title,
+        kind=to_str(meta.get("kind")),
+        status=to_str(meta.get("status")) or "active",
+        group=group,
+        tags=tuple(str(t) for t in as_list(meta.get("tags"))),
+        always_load=meta.get("always_load") is True or f"/{ALWAYS_LOAD}/" in rel,
+        private=meta.get("private") is True,
+        updated=to_str(meta.get("updated")),
+        in_memory=in_memory,
+        error=nf.note.error,
+        created=to_str(meta.get("created")),
+    )
+
+
+def unreadable_entry(rel: str, group: str | None, in_memory: bool, error: str) -> Entry:
+    return Entry(rel, Path(rel).stem, None, "unreadable", group, (), False, False, None, in_memory, error=error)
+
+
+def slug(value: str, what: str) -> str:
+    slug = notes.slugify(value)
+    if not slug or slug.startswith("."):
+        raise MemvaultError(f"{what} {value!r} has no usable characters for a file name", code="usage")
+    return slug
+
+
+def tags(values: Iterable[str]) -> list[str]:
+    out: list[str] = []
+    for tag in values:
+        clean = str(tag).strip().lstrip("#")
+        if clean and clean not in out:
+            out.append(clean)
+    return out
+
+
+def split_given(body: str) -> tuple[dict[str, Any], str]:
+    """A body may start with its own frontmatter: its keys are taken as given metadata."""
+    parsed = notes.parse(body)
+    if parsed.error is not None:
+        raise InvalidNote(f"the frontmatter of the given content is not valid YAML: {parsed.error}")
+    text = parsed.body if parsed.frontmatter is not None else body
+    if text and not text.endswith("\n"):
+        text += "\n"
+    return dict(parsed.meta), text
+
+
+def check_fields(fields: Mapping[str, Any], body: str | None) -> None:
+    """Refuse an unknown status and empty content (usage errors, not safety refusals)."""
+    status = fields.get("status")
+    if status is not None and status not in STATUSES:
+        raise MemvaultError(f"status {status!r} is not one of {', '.join(STATUSES)}", code="usage")
+    if body is not None and not body.strip():
+        raise MemvaultError("the content is empty: give the text of the entry", code="usage")
+
+
+def valid(nf: NoteFile, rel: str) -> notes.Note:
+    if not nf.note.ok:
+        raise InvalidNote(f"{rel}: frontmatter is not valid YAML ({nf.note.error}); fix it in Obsidian first", path=rel)
+    return nf.note
+
+
+def ordered(fields: Mapping[str, Any]) -> dict[str, Any]:
+    head = {k: fields[k] for k in KEY_ORDER if k in fields}
+    return {**head, **{k: v for k, v in fields.items() if k not in head}}
+
+
+def as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def as_datetime(value: Any) -> dt.datetime | None:
+    """A frontmatter date or time (YAML value or ISO text) as an aware UTC datetime; None when it is not one.
+
+    A naive time is local wall-clock time (what `notes.now()` writes); a bare date is local midnight.
+    """
+    if isinstance(value, str):
+        try:
+            value = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            return None
+    if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
+        value = dt.datetime.combine(value, dt.time())
+    return value.astimezone(dt.timezone.utc) if isinstance(value, dt.datetime) else None
+
+
+def to_str(value: Any) -> str | None:
+    return None if value is None else (value.isoformat() if hasattr(value, "isoformat") else str(value))
