@@ -17,6 +17,7 @@ PY=.venv/bin/python
 
 "$PY" -m ruff check memvault tests scripts
 "$PY" -m mypy memvault
+.venv/bin/lint-imports --no-cache --no-logo  # the layer contracts in pyproject.toml
 
 set +e
 "$PY" -m pytest "$@"

@@ -35,3 +35,21 @@ def test_relative_links_lead_to_existing_files(page: Path) -> None:
         if not (page.parent / target.split("#")[0]).exists():
             broken.append(target)
     assert not broken, f"{page.relative_to(REPO)} links to missing files: {broken}"
+
+
+def test_the_architecture_page_names_every_folder_and_module() -> None:
+    """The folder tree and the module table on the architecture page follow the package as it is."""
+    page = (WIKI / "explanation" / "architecture.md").read_text(encoding="utf-8")
+    package = REPO / "memvault"
+    folders = sorted(p.name for p in package.iterdir() if p.is_dir() and p.name != "__pycache__")
+    missing = [f"{name}/" for name in folders if f"  {name}/ " not in page]
+    launchers = {"_launch", "idle", "session_end", "session_start", "stop", "user_prompt_submit"}
+    for path in sorted(package.rglob("*.py")):
+        rel = path.relative_to(package).with_suffix("")
+        if rel.name.startswith("__") or (rel.parts[0] == "hooks" and rel.name in launchers):
+            continue  # package files, and the hook launchers (described together)
+        if f"`{'.'.join(rel.parts)}`" not in page:
+            missing.append(".".join(rel.parts))
+    described = set(re.findall(r"^\| `([a-z_.]+)`", page, re.M))
+    stale = [name for name in described if not (package / (name.replace(".", "/") + ".py")).exists()]
+    assert not missing and not stale, f"architecture.md: not described {missing}; no such module {stale}"
