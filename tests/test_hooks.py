@@ -16,7 +16,7 @@ import pytest
 
 from memvault import runtime
 
-from .conftest import REPO, SHARED_DATA
+from .conftest import REPO, TRANSCRIPTS
 
 HOOKS = REPO / "memvault" / "hooks"
 EVENTS = {
@@ -394,8 +394,6 @@ def test_the_log_only_skips_the_secret_scanner_for_text_it_could_not_flag() -> N
 
 
 # ---- markers, crash recovery, concurrent sessions (real reflection in the background) -------------------
-
-TRANSCRIPTS = SHARED_DATA / "claude-code-transcripts"
 
 
 def wait_for(predicate: Any, timeout: float = 120) -> None:

@@ -14,9 +14,8 @@ from memvault import open_vault
 from memvault.reflect import runner
 from memvault.vault.core import Vault
 
-from .conftest import SHARED_DATA, snapshot
+from .conftest import TRANSCRIPTS, snapshot
 
-TRANSCRIPTS = SHARED_DATA / "claude-code-transcripts"
 P = "MemoryVault/personal-private/"
 
 
