@@ -6,8 +6,9 @@ write, this module makes it durable and crash-safe.
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from memvault.errors import GitError, VaultNotFound
 from memvault.store import disk, gitops, journal, safety
 from memvault.store.model import WriteResult
 
-from . import indexing
+from . import changelog, indexing, protection
 
 
 class Changes:
@@ -29,6 +30,7 @@ class Changes:
         self.folder = folder
         self.state_dir = paths.vault_state_dir(root)
         self.journal_dir = self.state_dir / "journal"
+        self.waived = False  # set by Vault.protection_waived() for an explicit, confirmed command
 
     @contextmanager
     def mutation(self) -> Iterator[None]:
@@ -72,9 +74,23 @@ class Changes:
         return done
 
     def commit(
-        self, intent: journal.Intent, rel: str, archived: str | None = None, warning: str | None = None
+        self,
+        intent: journal.Intent,
+        rel: str,
+        archived: str | None = None,
+        warning: str | None = None,
+        log: Sequence[changelog.Record] = (),
     ) -> WriteResult:
-        """Journal, apply and commit `intent` (under `mutation()`), then refresh the index."""
+        """Journal, apply and commit `intent` (under `mutation()`), then refresh the index.
+
+        A change touching a protected entry is refused unless waived; `log` lines are appended to the
+        change log in the same intent, so the change and its line land together or not at all.
+        """
+        if not self.waived:
+            protection.check(self.root, self.folder, self.config.vault.protected_folders, intent)
+        if self.config.memory.transparency != "silent":
+            page = changelog.log_op(self.root, self.folder, log, rel)
+            intent = dataclasses.replace(intent, ops=(*intent.ops, page)) if page else intent
         record = journal.write(self.journal_dir, intent)
         journal.apply(self.root, intent)
         sha, git_warning = self.git_commit(intent)
