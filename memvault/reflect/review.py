@@ -14,12 +14,13 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from memvault.errors import MemvaultError, SafetyError
-from memvault.store import disk, model, notes
-from memvault.store.model import INBOX, INCUBATOR, REVIEW, Entry, WriteResult
+from memvault.store import changelog, disk, model, notes
+from memvault.store.changelog import Record
+from memvault.store.model import ALWAYS_LOAD, INBOX, INCUBATOR, REVIEW, Entry, WriteResult
 from memvault.vault.core import Vault
 
 # Capture keys that only make sense while the entry waits in a queue.
-QUEUE_KEYS = ("proposes_supersede",)
+QUEUE_KEYS = ("proposes_supersede", "supersede_note", "approve_to")
 
 
 @dataclass(frozen=True)
@@ -71,11 +72,13 @@ def resolve(vault: Vault, given: str, area: str) -> str:
 
 
 def destination(vault: Vault, rel: str, kind: str | None = None) -> str:
-    """Where an approved capture goes: `<folder>/<group>/<kind>/<slug>.md` (a free slug)."""
+    """Where an approved capture goes: `<folder>/<group>/<kind>/<slug>.md` (a free slug), or `_always-load/`
+    for a capture that asks for it (`approve_to: _always-load`, as `memvault seed` writes them)."""
     nf = vault.read(rel)
     kind = model.slug(kind or str(nf.note.meta.get("kind") or "note"), "kind")
     group = vault.group_of(rel) or vault.config.vault.default_group
-    return disk.free_note(vault.root, f"{vault.folder}/{group}/{kind}", PurePosixPath(rel).stem)
+    folder = ALWAYS_LOAD if nf.note.meta.get("approve_to") == ALWAYS_LOAD else kind
+    return disk.free_note(vault.root, f"{vault.folder}/{group}/{folder}", PurePosixPath(rel).stem)
 
 
 def approve(vault: Vault, rel: str, *, edited: str | None = None, how: str = "approved") -> WriteResult:
@@ -90,7 +93,8 @@ def approve(vault: Vault, rel: str, *, edited: str | None = None, how: str = "ap
         meta = {**given, **meta}
     kind = str(meta.get("kind") or "") or None
     op = "accept" if how == "accepted" else "approve"
-    return vault.move(rel, destination(vault, rel, kind), meta=meta, remove=drop, body=body, op=op)
+    log = [Record(changelog.APPROVED, detail=f"{how} from {PurePosixPath(rel).parent.name}/ by you")]
+    return vault.move(rel, destination(vault, rel, kind), meta=meta, remove=drop, body=body, op=op, log=log)
 
 
 def supersede(vault: Vault, rel: str, target: str | None = None) -> WriteResult:
@@ -109,12 +113,14 @@ def supersede(vault: Vault, rel: str, target: str | None = None) -> WriteResult:
     reason = f"reviewed capture {PurePosixPath(rel).stem} replaces it"
     source = str(nf.note.meta.get("source") or "manual")
     confidence = nf.note.meta.get("confidence")
+    log = [Record(changelog.SUPERSEDED, detail=f"by you in review: the capture {PurePosixPath(rel).stem} replaces it")]
     result = vault.evolve(
-        old, content, reason=reason, source=source, confidence=str(confidence) if confidence else None
+        old, content, reason=reason, source=source, confidence=str(confidence) if confidence else None, log=log
     )
     vault.remove(rel, reason=f"applied as a supersede of {old}", op="review")
     return result
 
 
 def reject(vault: Vault, rel: str, *, how: str = "rejected") -> WriteResult:
-    return vault.remove(rel, reason=f"{how} in review", op="reject")
+    log = [Record(changelog.REJECTED, detail=f"{how} by you")]
+    return vault.remove(rel, reason=f"{how} in review", op="reject", log=log)
