@@ -14,7 +14,7 @@ from pathlib import Path
 
 from memvault import config as config_mod
 from memvault import fault, paths
-from memvault.errors import GitError, VaultNotFound
+from memvault.errors import GitError, SafetyError, VaultNotFound
 from memvault.store import disk, gitops, journal, safety
 from memvault.store.model import WriteResult
 
@@ -131,6 +131,15 @@ class Changes:
             text, max_bytes=self.config.vault.max_note_kb * 1024, secrets_mode=self.config.vault.secrets, where=rel
         )
         return out, ("secrets were redacted before writing (vault.secrets: redact)" if out != text else None)
+
+    def new_file(self, rel: str, text: str) -> tuple[journal.FileOp, str | None]:
+        """The operation creating a new note, checked like every write (confined, free, size, secrets), for
+        changes that add many notes at once (seed, import); and the warning when secrets were redacted."""
+        target, rel = safety.resolve_target(self.root, rel, self.folder)
+        if os.path.lexists(target):
+            raise SafetyError(f"{rel} already exists", code="conflict", path=rel)
+        out, warning = self.checked(text, rel)
+        return journal.FileOp(rel, out, journal.ABSENT), warning
 
     def undo(self) -> WriteResult:
         """Revert the last memvault commit with `git revert` (never a reset), as one more change."""
