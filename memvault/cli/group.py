@@ -50,17 +50,18 @@ yes_option = click.option("--yes", "-y", is_flag=True, help="Change protected en
 T = TypeVar("T")
 
 
-def confirmed(vault: Vault, change: Callable[[], T], *, yes: bool, what: str = "Change it") -> T:
+def confirmed(vault: Vault, change: Callable[[], T], *, yes: bool, what: str = "Change it", ask: bool = False) -> T:
     """Run `change`; when it would touch a protected entry, ask first (or take --yes), then run it again allowed.
 
     A refused change wrote nothing, so running it again is safe. Without a terminal to ask on and
-    without --yes, the refusal stands (error code `protected`).
+    without --yes, the refusal stands (error code `protected`); `ask` asks on standard input anyway
+    (a command that is a dialogue already, like `review`).
     """
     try:
         return change()
     except ProtectedError as exc:
         if not yes:
-            if sys.stdin is None or not sys.stdin.isatty():
+            if not ask and (sys.stdin is None or not sys.stdin.isatty()):
                 raise ProtectedError(f"{exc.args[0]}; pass --yes to do it anyway", path=exc.path) from None
             if not click.confirm(f"{exc.path} is protected. {what} anyway?", default=False, err=True):
                 raise

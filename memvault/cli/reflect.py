@@ -192,19 +192,21 @@ def review(state: State) -> None:
 
 def _review_one(vault: Vault, rel: str, action: str, proposes: Any) -> None:
     if action == "approve":
-        result = confirmed(vault, lambda: review_mod.approve(vault, rel), yes=False)
+        result = confirmed(vault, lambda: review_mod.approve(vault, rel), yes=False, ask=True)
         out.print(f"approved → [bold]{escape(result.path)}[/]", soft_wrap=True)
     elif action == "edit":
         text = (vault.root / rel).read_text(encoding="utf-8")
         edited = click.edit(text, extension=".md")
-        result = confirmed(vault, lambda: review_mod.approve(vault, rel, edited=edited), yes=False)
+        result = confirmed(vault, lambda: review_mod.approve(vault, rel, edited=edited), yes=False, ask=True)
         out.print(f"edited and approved → [bold]{escape(result.path)}[/]", soft_wrap=True)
     elif action == "reject":
-        confirmed(vault, lambda: review_mod.reject(vault, rel), yes=False)
+        confirmed(vault, lambda: review_mod.reject(vault, rel), yes=False, ask=True)
         out.print("rejected")
     elif action == "supersede":
         target = str(proposes) if proposes else click.prompt("path of the entry this one replaces")
-        result = confirmed(vault, lambda: review_mod.supersede(vault, rel, target), yes=False, what="Supersede it")
+        result = confirmed(
+            vault, lambda: review_mod.supersede(vault, rel, target), yes=False, ask=True, what="Supersede it"
+        )
         out.print(
             f"superseded {escape(target)} → [bold]{escape(result.path)}[/] (archived {escape(result.archived or '')})"
         )
