@@ -96,8 +96,9 @@ def _ignored(root: Path, paths: list[str]) -> set[str]:
     if not paths:
         return set()
     proc = subprocess.run(
-        ["git", "check-ignore", "-z", "--", *paths], cwd=root, capture_output=True, text=True, check=False
-    )
+        ["git", "check-ignore", "-z", "--stdin"], input="\0".join(paths) + "\0", cwd=root,
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
     return {p for p in proc.stdout.split("\0") if p} if proc.returncode == 0 else set()
 
 
