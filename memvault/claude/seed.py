@@ -175,11 +175,13 @@ def seed(
     candidates = [c for f in files for c in distill(f)]
     report.candidates = len(candidates)
     keys = {c.key for c in candidates}
-    # What each file produced before and no longer says: the entries an edited rule may replace.
+    # What each file produced before and no longer says: the entries an edited rule may replace
+    # (unless a proposal to replace them already waits in review).
+    proposed = {str(meta.get("proposes_supersede")) for _, meta, _ in known.values()}
     vanished = {
         rel: (meta, words) for rel, meta, words in known.values()
         if meta.get("seed_source") in report.sources and meta.get("seed_key") not in keys
-        and str(meta.get("status") or "active") == "active" and "/_archive/" not in rel
+        and str(meta.get("status") or "active") == "active" and "/_archive/" not in rel and rel not in proposed
     }  # fmt: skip
     planned: list[tuple[str, str, Record, str]] = []  # (path, text, log line, seed key)
     taken: set[str] = set()
