@@ -355,19 +355,21 @@ class Vault:
         plan: Callable[[], builtins.list[journal.FileOp]],
         *,
         reason: str = "",
-        log: Sequence[Record] = (),
+        log: Sequence[Record] | Callable[[], Sequence[Record]] = (),
     ) -> WriteResult:
         """Several files changed as one mutation (an idea folder moved and its Ideas.md section marked).
 
         `plan` runs under the vault lock, after any interrupted write is finished, and returns the file
         operations with their before-digests; it has confined and checked every path and text. They are
-        journalled, applied and committed together: after a crash, all of them or none.
+        journalled, applied and committed together: after a crash, all of them or none. `log` may be a
+        function, called after `plan`, when the change-log lines depend on what the plan found.
         """
         with self.changes.mutation():
             ops = plan()
             if not ops:
                 raise MemvaultError(f"{op}: nothing to change", code="usage")
-            return self.changes.commit(self.changes.intent(op, target, ops, reason=reason), target, log=log)
+            records = log() if callable(log) else log
+            return self.changes.commit(self.changes.intent(op, target, ops, reason=reason), target, log=records)
 
     def record(self, log: Sequence[Record]) -> WriteResult | None:
         """Append lines to the change log alone (what reflection skipped as a duplicate); None when not logged."""

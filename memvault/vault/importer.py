@@ -301,7 +301,10 @@ def undo_import(vault: Vault, import_id: str | None = None) -> Outcome:
         return out
 
     detail = f"import {manifest['id']} of {manifest['folder']} taken back"
-    log = [Record(changelog.UNDONE, detail=detail + (f"; {len(kept)} edited note(s) kept" if kept else ""))]
+
+    def log() -> list[Record]:  # after the plan: it knows which notes were edited since
+        return [Record(changelog.UNDONE, detail=detail + (f"; {len(kept)} edited note(s) kept" if kept else ""))]
+
     first = next(iter(manifest["files"]), "")
     result = vault.transact("import-undo", first, ops, reason=detail, log=log)
     manifest_file.rename(manifest_file.with_suffix(".undone"))
