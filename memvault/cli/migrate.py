@@ -59,16 +59,15 @@ def seed(
         print_json(report.as_dict())
         return
     folder = vault.folder + "/"
-    table = Table("route", "entry", "context", box=None)
-    table.columns[1].overflow = "fold"
+    table = Table("route", "entry", "from", box=None)
+    table.columns[1].overflow = table.columns[2].overflow = "fold"
     for item in report.created:
-        where = " › ".join(item["context"])
+        where = " › ".join((item["source"], *item["context"]))
         table.add_row(item["route"], escape(item["path"].removeprefix(folder)), escape(where))
     for item in report.proposals:
         note = " (protected: applied only if you confirm)" if item["protected"] else ""
-        table.add_row(
-            "supersede?", escape(item["path"].removeprefix(folder)), escape(f"replaces {item['replaces']}{note}")
-        )
+        replaces = f"edited: replaces {item['replaces'].removeprefix(folder)}{note}"
+        table.add_row("supersede?", escape(item["path"].removeprefix(folder)), escape(replaces))
     if table.row_count:
         out.print(table)
     verb = "would seed" if dry_run else "seeded"
@@ -81,7 +80,7 @@ def seed(
         out.print(f"[dim]no longer in {escape(item['source'])}: {escape(item['path'])} (left as it is)[/]")
     for item in report.skipped:
         out.print(f"[dim]skipped {escape(item['title'])}: {escape(item['reason'])}[/]")
-    if report.proposals or any(c["route"] == "review" for c in report.created):
+    if not dry_run and (report.proposals or any(c["route"] == "review" for c in report.created)):
         out.print("run `memvault review` to approve, edit or reject them")
     for problem in report.errors:
         err.print(f"[yellow]skipped:[/] {escape(problem['path'])}: {escape(problem['error'])}")
@@ -168,10 +167,10 @@ def import_(
 
 
 def _render_plan(plan: importer.Plan, folder: str) -> None:
-    table = Table("note", f"into {folder}", "kind", "adds", "links", box=None)
+    table = Table("note", f"into {folder}", "keys added", "links fixed", box=None)
     table.columns[1].overflow = "fold"
     for n in plan.notes:
-        table.add_row(escape(n.source), escape(n.path.removeprefix(folder)), n.kind, ", ".join(n.added),
+        table.add_row(escape(n.source), escape(n.path.removeprefix(folder)), str(len(n.added)) if n.added else "",
                       str(n.links) if n.links else "")  # fmt: skip
     if table.row_count:
         out.print(table)
