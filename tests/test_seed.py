@@ -120,6 +120,12 @@ def test_seed_routes_to_review_then_approval_puts_it_in_always_load(vault: Vault
     approved = review.approve(vault, uv)
     assert approved.path.startswith(P + "_always-load/")
     assert "approve_to" not in vault.read(approved.path).note.meta
+    # Edited in review without `approve_to`, a rule goes to its kind folder like any capture.
+    style = next(c["path"] for c in report.created if c["title"].startswith("Write docstrings"))
+    edited = (vault.root / style).read_text().replace("approve_to: _always-load\n", "")
+    kept = review.approve(vault, style, edited=edited)
+    assert kept.path == P + "convention/write-docstrings-in-the-imperative-mood.md"
+    assert "approve_to" not in vault.read(kept.path).note.meta
     # Running it again adds nothing, whether the entry is approved or still waiting.
     again = seed.seed(vault, project=files)
     assert again.created == [] and again.proposals == [] and len(again.unchanged) == 8

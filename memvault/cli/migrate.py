@@ -168,7 +168,7 @@ def import_(
 
 def _render_plan(plan: importer.Plan, folder: str) -> None:
     table = Table("note", f"into {folder}", "keys added", "links fixed", box=None)
-    table.columns[1].overflow = "fold"
+    table.columns[0].overflow = table.columns[1].overflow = "fold"
     for n in plan.notes:
         table.add_row(escape(n.source), escape(n.path.removeprefix(folder)), str(len(n.added)) if n.added else "",
                       str(n.links) if n.links else "")  # fmt: skip

@@ -9,6 +9,7 @@ and is then removed from the queue; rejecting deletes it (the git history keeps 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
@@ -71,13 +72,14 @@ def resolve(vault: Vault, given: str, area: str) -> str:
     raise MemvaultError(f"{given} is ambiguous: {', '.join(matches)}; give the full path", code="usage")
 
 
-def destination(vault: Vault, rel: str, kind: str | None = None) -> str:
+def destination(vault: Vault, rel: str, kind: str | None = None, meta: Mapping[str, Any] | None = None) -> str:
     """Where an approved capture goes: `<folder>/<group>/<kind>/<slug>.md` (a free slug), or `_always-load/`
     for a capture that asks for it (`approve_to: _always-load`, as `memvault seed` writes them)."""
     nf = vault.read(rel)
     kind = model.slug(kind or str(nf.note.meta.get("kind") or "note"), "kind")
     group = vault.group_of(rel) or vault.config.vault.default_group
-    folder = ALWAYS_LOAD if nf.note.meta.get("approve_to") == ALWAYS_LOAD else kind
+    wanted = (nf.note.meta if meta is None else meta).get("approve_to")  # `meta`: as edited in review
+    folder = ALWAYS_LOAD if wanted == ALWAYS_LOAD else kind
     return disk.free_note(vault.root, f"{vault.folder}/{group}/{folder}", PurePosixPath(rel).stem)
 
 
@@ -86,15 +88,17 @@ def approve(vault: Vault, rel: str, *, edited: str | None = None, how: str = "ap
     meta: dict[str, Any] = {"status": "active", "review": how, "reviewed": dt.date.today()}
     body = None
     drop = list(QUEUE_KEYS)
+    given: Mapping[str, Any] | None = None
     if edited is not None:
         given, body = model.split_given(edited)
         before = vault.read(rel).note.meta
         drop += [k for k in before if k not in given and k not in meta]
-        meta = {**given, **meta}
+        meta = {k: v for k, v in {**given, **meta}.items() if k not in QUEUE_KEYS}
     kind = str(meta.get("kind") or "") or None
     op = "accept" if how == "accepted" else "approve"
     log = [Record(changelog.APPROVED, detail=f"{how} from {PurePosixPath(rel).parent.name}/ by you")]
-    return vault.move(rel, destination(vault, rel, kind), meta=meta, remove=drop, body=body, op=op, log=log)
+    where = destination(vault, rel, kind, given)
+    return vault.move(rel, where, meta=meta, remove=drop, body=body, op=op, log=log)
 
 
 def supersede(vault: Vault, rel: str, target: str | None = None) -> WriteResult:

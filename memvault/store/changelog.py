@@ -90,9 +90,10 @@ def line(record: Record, when: dt.datetime, path: str) -> str:
 def header(when: dt.datetime) -> str:
     return (
         f"# MemoryVault changes, {when:%B %Y}\n\n"
-        "What memvault changed in this vault on its own, one line per change, oldest first: when · what · "
-        "which entry · why (the rule, the confidence, the session). `memory.transparency` decides what is "
-        "recorded; this page is never recalled into a prompt.\n\n"
+        "What memvault changed in this vault on its own (reflection, seed, imports, clean-ups, the skills "
+        "index) and what became of its captures in review, one line per change, oldest first: when · what · "
+        "which entry · why. `memory.transparency` decides what is recorded; this page is never recalled into "
+        "a prompt.\n\n"
     )
 
 
