@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from memvault import paths
 from memvault.cli import cli
 from memvault.errors import MemvaultError, SafetyError
 from memvault.store import notes
@@ -161,7 +162,7 @@ def test_one_commit_undone_by_memvault_undo(git_vault: Vault, old_vault: Path) -
 
 def test_undo_import_takes_back_what_is_unchanged_and_keeps_edited_notes(vault: Vault, old_vault: Path) -> None:
     done = importer.apply(vault, importer.plan(vault, old_vault / "domains", kind="domain"))
-    assert importer.manifests(vault) == [{"id": done.id, "folder": importer._shown(old_vault / "domains"), "notes": 3}]
+    assert importer.manifests(vault) == [{"id": done.id, "folder": paths.shown(old_vault / "domains"), "notes": 3}]
     edited = P + "domain/python.md"
     vault.update(edited, body="# Python\n\nMy own words now.\n")
     undone = importer.undo_import(vault)

@@ -219,17 +219,8 @@ class _Importer:
 def _imported(vault: Vault) -> dict[str, tuple[str, dict[str, Any], str]]:
     """import_key → (path, frontmatter, body) of every entry this importer wrote before."""
     found: dict[str, tuple[str, dict[str, Any], str]] = {}
-    if not vault.memory_dir.is_dir():
-        return found
-    for rel in disk.list_markdown(vault.root, vault.ignore, under=vault.folder).notes:
-        try:
-            text = disk.read_text(vault.root / rel)
-        except MemvaultError:
-            continue
-        if SOURCE not in text or "import_key" not in text:
-            continue
-        note = notes.parse(text)
-        key = note.meta.get("import_key") if note.ok else None
+    for rel, note in vault.keyed("import_key"):
+        key = note.meta["import_key"]
         if isinstance(key, str) and note.meta.get("source") == SOURCE:
             found[key] = (rel, dict(note.meta), note.body)
     return found

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memvault import paths
 from memvault.errors import MemvaultError
 from memvault.reflect.session import capture_slug, protected_note
 from memvault.reflect.state import read_json, write_json
@@ -138,13 +139,7 @@ def sources(
     return found, errors
 
 
-def label(path: Path) -> str:
-    """A file as entries name it: under the home folder as `~/…`, so no user name is written."""
-    full = Path(os.path.abspath(path))
-    try:
-        return "~/" + full.relative_to(Path.home()).as_posix()
-    except ValueError:
-        return full.as_posix()
+label = paths.shown  # a file as entries name it: `~/…`, so no user name is written
 
 
 # ---- seeding ---------------------------------------------------------------------------------------
@@ -294,17 +289,8 @@ def _body(c: Candidate, text: str) -> str:
 def _seeded(vault: Vault) -> dict[str, tuple[str, dict[str, Any], str]]:
     """seed_key → (path, frontmatter, the rule's words) of every seeded note under MemoryVault/, archived included."""
     found: dict[str, tuple[str, dict[str, Any], str]] = {}
-    if not vault.memory_dir.is_dir():
-        return found
-    for rel in disk.list_markdown(vault.root, vault.ignore, under=vault.folder).notes:
-        try:
-            text = disk.read_text(vault.root / rel)
-        except MemvaultError:
-            continue
-        if "seed_key" not in text:
-            continue
-        note = notes.parse(text)
-        key = note.meta.get("seed_key") if note.ok else None
+    for rel, note in vault.keyed("seed_key"):
+        key = note.meta["seed_key"]
         if isinstance(key, str) and (key not in found or "/_archive/" in found[key][0]):
             found[key] = (rel, dict(note.meta), _words(note.body))
     return found

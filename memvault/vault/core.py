@@ -90,6 +90,21 @@ class Vault:
         except MemvaultError as exc:
             return model.unreadable_entry(rel, group, in_memory, str(exc))
 
+    def keyed(self, key: str) -> builtins.list[tuple[str, notes.Note]]:
+        """Every readable note under MemoryVault/ whose frontmatter has `key` (the text is checked first)."""
+        found: builtins.list[tuple[str, notes.Note]] = []
+        if not self.memory_dir.is_dir():
+            return found
+        for rel in disk.list_markdown(self.root, self.ignore, under=self.folder).notes:
+            try:
+                text = disk.read_text(self.root / rel)
+            except MemvaultError:
+                continue
+            note = notes.parse(text) if key in text else None
+            if note is not None and note.ok and key in note.meta:
+                found.append((rel, note))
+        return found
+
     def in_memory(self, rel: str) -> bool:
         """Whether a vault-relative path is under the MemoryVault folder (the write scope)."""
         return rel.startswith(self.folder + "/")

@@ -94,7 +94,7 @@ def plan(
         )
     group_s = model.slug(group or vault.config.vault.default_group, "group")
     kinds = _kinds(real, kind, mapping)
-    result = Plan(_shown(folder), group_s)
+    result = Plan(paths.shown(folder), group_s)
     world_root = _vault_of(real)
     prefix = real.relative_to(world_root).as_posix() if real != world_root else ""
     symlinked: list[dict[str, str]] = []
@@ -326,14 +326,6 @@ def manifests(vault: Vault) -> list[dict[str, Any]]:
 
 def _manifests(vault: Vault) -> Path:
     return paths.ensure_private_dir(vault.state_dir / MANIFESTS)
-
-
-def _shown(folder: Path) -> str:
-    full = Path(os.path.abspath(folder))
-    try:
-        return "~/" + full.relative_to(Path.home()).as_posix()
-    except ValueError:
-        return full.as_posix()
 
 
 def _join(rel_dir: str, name: str) -> str:
