@@ -34,7 +34,7 @@ def old_vault(tmp_path: Path) -> Path:
     root = tmp_path / "ContextVault"
     (root / ".obsidian").mkdir(parents=True)
     write(root, "domains/postgres.md", (
-        "---\ntags: [db]\nkind: domain-reference\n---\n# Postgres\n\n"
+        "---\ntags: [db]\nkind: domain-reference\nup: \"[[index]]\"\n---\n# Postgres\n\n"
         "Start at [[index]], read [[conversations/2024-01-01|the first talk]] and [[python#Typing]].\n"
         "Also [the talk](../projects/ai/conversations/2024-01-01.md), ![[diagram.png]] and [[People/Dana]].\n"
         "`[[index]]` in code is text.\n\n```\n[[index]]\n```\n"
@@ -100,6 +100,7 @@ def test_ambiguous_names_and_moved_paths_are_rewritten_to_exact_ones(vault: Vaul
     importer.apply(vault, plan)
     text = body(vault, P + "domain/postgres.md")
     assert "Start at [[MemoryVault/personal-private/domain/index|index]]," in text  # was ambiguous
+    assert vault.read(P + "domain/postgres.md").note.meta["up"] == "[[MemoryVault/personal-private/domain/index|index]]"
     assert "[[conversations/2024-01-01|the first talk]]" in text and "[[python#Typing]]" in text  # still unique
     assert "[the talk](../project/ai/conversations/2024-01-01.md)" in text  # the relative path followed the note
     assert "[[People/Dana]]" in text  # a partial path that still matches
