@@ -45,7 +45,7 @@ SUMMARY = {
 }
 
 _PAGE = re.compile(r"^changelog-(\d{4})-(\d{2})(?:-(\d+))?\.md$")
-_LINE = re.compile(r"^- \d{4}-\d{2}-\d{2} \d{2}:\d{2}" + re.escape(SEP) + r"([^·\n]+?)" + re.escape(SEP))
+_STAMP = re.compile(r"- \d{4}-\d{2}-\d{2} \d{2}:\d{2}")
 
 
 @dataclass(frozen=True)
@@ -119,7 +119,13 @@ def pages(memory_dir: Path) -> list[str]:
 
 def actions(text: str) -> list[str]:
     """The action of every log line of a page, in order."""
-    return [m.group(1) for m in map(_LINE.match, text.splitlines()) if m]
+    out = []
+    for line in text.split("\n"):
+        if line.startswith("- "):
+            parts = line.split(SEP, 2)
+            if len(parts) == 3 and _STAMP.fullmatch(parts[0]):
+                out.append(parts[1])
+    return out
 
 
 def since(memory_dir: Path, mark: Mapping[str, object] | None) -> tuple[dict[str, int], dict[str, object], str | None]:
@@ -133,13 +139,15 @@ def since(memory_dir: Path, mark: Mapping[str, object] | None) -> tuple[dict[str
     counts: dict[str, int] = {}
     page, seen = (mark.get("page"), mark.get("lines")) if mark else (None, 0)
     start = _page_key(page) if isinstance(page, str) else (0, 0, 0)  # no page then: every page is new
+    read: dict[str, list[str]] = {}
     for name in names if mark is not None else ():
         key = _page_key(name)
         if key >= start:
             skip = seen if key == start and isinstance(seen, int) else 0
-            for action in _read_actions(memory_dir / FOLDER / name)[skip:]:
+            read[name] = _read_actions(memory_dir / FOLDER / name)
+            for action in read[name][skip:]:
                 counts[action] = counts.get(action, 0) + 1
-    last = _read_actions(memory_dir / FOLDER / names[-1])
+    last = read[names[-1]] if names[-1] in read else _read_actions(memory_dir / FOLDER / names[-1])
     return counts, {"page": names[-1], "lines": len(last)}, names[-1]
 
 
