@@ -56,6 +56,7 @@ def memvault_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gitconfig: Pa
         "MEMVAULT_FAULT_AFTER",
         "MEMVAULT_REVIEW_MODE",
         "MEMVAULT_LOG_LEVEL",
+        "MEMVAULT_TRANSPARENCY",
     ):
         monkeypatch.delenv(var, raising=False)
     yield home

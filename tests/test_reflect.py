@@ -51,8 +51,8 @@ OK = ("assistant", "Understood, I will use uv from now on.")
 
 
 def captured(vault: Vault) -> dict[str, bytes]:
-    """Files reflection may have written: everything under MemoryVault/ except the example's own."""
-    return {p: b for p, b in snapshot(vault.root).items() if p.startswith("MemoryVault/")}
+    """Entries reflection may have written: everything under MemoryVault/ but the change log (MemoryVault/_meta/)."""
+    return {p: b for p, b in snapshot(vault.root).items() if p.startswith("MemoryVault/") and "/_meta/" not in p}
 
 
 def test_real_transcripts_no_crash_provenance_and_second_pass_adds_nothing(vault: Vault) -> None:

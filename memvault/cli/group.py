@@ -6,13 +6,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
 from rich.console import Console
 
 from memvault import __version__
-from memvault.errors import MemvaultError
+from memvault.errors import MemvaultError, ProtectedError
 from memvault.vault.core import Vault, WriteResult, open_vault
 
 out = Console(highlight=False)
@@ -45,6 +46,27 @@ class State:
 
 pass_state = click.make_pass_decorator(State)
 json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+yes_option = click.option("--yes", "-y", is_flag=True, help="Change protected entries without asking (for scripts).")
+T = TypeVar("T")
+
+
+def confirmed(vault: Vault, change: Callable[[], T], *, yes: bool, what: str = "Change it", ask: bool = False) -> T:
+    """Run `change`; when it would touch a protected entry, ask first (or take --yes), then run it again allowed.
+
+    A refused change wrote nothing, so running it again is safe. Without a terminal to ask on and
+    without --yes, the refusal stands (error code `protected`); `ask` asks on standard input anyway
+    (a command that is a dialogue already, like `review`).
+    """
+    try:
+        return change()
+    except ProtectedError as exc:
+        if not yes:
+            if not ask and (sys.stdin is None or not sys.stdin.isatty()):
+                raise ProtectedError(f"{exc.args[0]}; pass --yes to do it anyway", path=exc.path) from None
+            if not click.confirm(f"{exc.path} is protected. {what} anyway?", default=False, err=True):
+                raise
+        with vault.protection_waived():
+            return change()
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

@@ -13,7 +13,19 @@ from memvault.errors import MemvaultError
 from memvault.store import notes
 from memvault.vault.core import open_vault
 
-from .group import State, body_of, cli, err, json_option, out, pass_state, print_json, print_result
+from .group import (
+    State,
+    body_of,
+    cli,
+    confirmed,
+    err,
+    json_option,
+    out,
+    pass_state,
+    print_json,
+    print_result,
+    yes_option,
+)
 
 
 @cli.command()
@@ -55,6 +67,7 @@ def init(state: State, path: Path | None, as_json: bool) -> None:
 @click.option("--replace", is_flag=True, help="Overwrite an existing entry in place (keeps created and unknown keys).")
 @click.option("--source", default="manual", show_default=True, help="Provenance: a session id, or manual.")
 @click.option("--confidence", type=click.Choice(["high", "medium", "low"]), help="Confidence at capture.")
+@yes_option
 @json_option
 @pass_state
 def save(
@@ -69,29 +82,35 @@ def save(
     replace: bool,
     source: str,
     confidence: str | None,
+    yes: bool,
     as_json: bool,
 ) -> None:
     """Write an entry to MemoryVault/<group>/<kind>/<slug>.md.
 
     BODY is the markdown text; omit it or give - to read standard input. A body that starts with
-    its own frontmatter contributes those keys.
+    its own frontmatter contributes those keys. Replacing a protected entry asks first (--yes: don't).
 
     \b
     Example:
       memvault save preference pytest-style "Use plain asserts and fixtures." -t python
     """
     text = body_of(body)
-    result = state.vault.save(
-        kind,
-        slug,
-        text,
-        group=group,
-        tags=tags,
-        always_load=always_load,
-        private=private,
-        replace=replace,
-        source=source,
-        confidence=confidence,
+    result = confirmed(
+        state.vault,
+        lambda: state.vault.save(
+            kind,
+            slug,
+            text,
+            group=group,
+            tags=tags,
+            always_load=always_load,
+            private=private,
+            replace=replace,
+            source=source,
+            confidence=confidence,
+        ),
+        yes=yes,
+        what="Replace it",
     )
     print_result(result, as_json)
 
@@ -103,6 +122,7 @@ def save(
 @click.option("--slug", help="Give the new entry another slug (default: it takes the old entry's place).")
 @click.option("--tag", "-t", "tags", multiple=True, help="Replace the tags (repeatable; default: keep the old ones).")
 @click.option("--outside", is_flag=True, help="Allow evolving a note outside MemoryVault/.")
+@yes_option
 @json_option
 @pass_state
 def evolve(
@@ -113,15 +133,21 @@ def evolve(
     slug: str | None,
     tags: tuple[str, ...],
     outside: bool,
+    yes: bool,
     as_json: bool,
 ) -> None:
     """Supersede OLD_PATH atomically with new CONTENT (or - / standard input).
 
     The new entry records `supersedes:`; the old one moves to _archive/ with `status: superseded`
     and `superseded_by:`. A crash at any moment leaves either the whole old or the whole new state.
+    Superseding a protected entry asks first (--yes: don't); the new entry stays protected.
     """
-    result = state.vault.evolve(
-        old_path, body_of(content), reason=reason, slug=slug, tags=tags or None, outside=outside
+    text = body_of(content)
+    result = confirmed(
+        state.vault,
+        lambda: state.vault.evolve(old_path, text, reason=reason, slug=slug, tags=tags or None, outside=outside),
+        yes=yes,
+        what="Supersede it",
     )
     print_result(result, as_json)
 

@@ -10,14 +10,14 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from memvault.errors import MemvaultError
+from memvault.errors import MemvaultError, ProtectedError
 from memvault.reflect import review as review_mod
 from memvault.reflect import runner as reflect_mod
 from memvault.store.model import INBOX, REVIEW
 from memvault.text import plural
 from memvault.vault.core import Vault
 
-from .group import State, cli, err, json_option, out, pass_state, print_json
+from .group import State, cli, confirmed, err, json_option, out, pass_state, print_json, yes_option
 
 _CORPUS_DEFAULT = "\0default"
 
@@ -169,6 +169,8 @@ def review(state: State) -> None:
         out.print(f"[dim]{escape(entry.path)}\n{escape('  '.join(facts))}[/]", soft_wrap=True)
         if proposes:
             out.print(f"[bold]proposes to supersede[/] {escape(str(proposes))}", soft_wrap=True)
+        if meta.get("supersede_note"):
+            out.print(f"[yellow]{escape(str(meta['supersede_note']))}[/]", soft_wrap=True)
         out.print(escape(nf.note.body.strip()))
         keys = "a/e/r/s/x/q"
         choice = click.prompt(
@@ -190,19 +192,21 @@ def review(state: State) -> None:
 
 def _review_one(vault: Vault, rel: str, action: str, proposes: Any) -> None:
     if action == "approve":
-        result = review_mod.approve(vault, rel)
+        result = confirmed(vault, lambda: review_mod.approve(vault, rel), yes=False, ask=True)
         out.print(f"approved → [bold]{escape(result.path)}[/]", soft_wrap=True)
     elif action == "edit":
         text = (vault.root / rel).read_text(encoding="utf-8")
         edited = click.edit(text, extension=".md")
-        result = review_mod.approve(vault, rel, edited=edited)
+        result = confirmed(vault, lambda: review_mod.approve(vault, rel, edited=edited), yes=False, ask=True)
         out.print(f"edited and approved → [bold]{escape(result.path)}[/]", soft_wrap=True)
     elif action == "reject":
-        review_mod.reject(vault, rel)
+        confirmed(vault, lambda: review_mod.reject(vault, rel), yes=False, ask=True)
         out.print("rejected")
     elif action == "supersede":
         target = str(proposes) if proposes else click.prompt("path of the entry this one replaces")
-        result = review_mod.supersede(vault, rel, target)
+        result = confirmed(
+            vault, lambda: review_mod.supersede(vault, rel, target), yes=False, ask=True, what="Supersede it"
+        )
         out.print(
             f"superseded {escape(target)} → [bold]{escape(result.path)}[/] (archived {escape(result.archived or '')})"
         )
@@ -215,14 +219,16 @@ def _review_one(vault: Vault, rel: str, action: str, proposes: Any) -> None:
 @click.argument("action", type=click.Choice(["list", "accept", "reject"]), default="list")
 @click.argument("paths", nargs=-1)
 @click.option("--all", "everything", is_flag=True, help="Accept or reject every entry in the inbox.")
+@yes_option
 @json_option
 @pass_state
-def inbox(state: State, action: str, paths: tuple[str, ...], everything: bool, as_json: bool) -> None:
+def inbox(state: State, action: str, paths: tuple[str, ...], everything: bool, yes: bool, as_json: bool) -> None:
     """List, accept or reject the low-confidence captures in _inbox/.
 
     PATHS are vault-relative paths or just the entries' file names. `accept` moves an entry to
     <kind>/ as an active entry (or, when it proposes a supersede, replaces that entry); `reject`
-    deletes it.
+    deletes it. A supersede of a protected entry is applied only after you confirm (--yes: without
+    asking); without a terminal it stays in the inbox.
 
     \b
     Examples:
@@ -243,24 +249,31 @@ def inbox(state: State, action: str, paths: tuple[str, ...], everything: bool, a
     ]  # fmt: skip
     results: list[dict[str, Any]] = []
     for rel in targets:
-        if action == "reject":
-            review_mod.reject(vault, rel, how="rejected from the inbox")
-            results.append({"path": rel, "action": "rejected"})
-        elif vault.read(rel).note.meta.get("proposes_supersede"):
-            done = review_mod.supersede(vault, rel)
-            results.append({"path": rel, "action": "superseded", "new": done.path, "archived": done.archived})
-        else:
-            done = review_mod.approve(vault, rel, how="accepted")
-            results.append({"path": rel, "action": "accepted", "new": done.path})
+        try:
+            results.append(_inbox_one(vault, rel, action, yes))
+        except ProtectedError as exc:  # no terminal to ask on, or the answer was no: it stays in the inbox
+            results.append({"path": rel, "action": "kept", "reason": exc.args[0]})
     counts = review_mod.counts(vault)
     if as_json:
         print_json({"results": results, "inbox": counts.inbox, "warnings": list(counts.warnings)})
         return
     for r in results:
         new = f" → [bold]{escape(r['new'])}[/]" if r.get("new") else ""
-        out.print(f"{r['action']}: {escape(r['path'])}{new}", soft_wrap=True)
+        why = f"\n  [yellow]{escape(r['reason'])}[/]" if r.get("reason") else ""
+        out.print(f"{r['action']}: {escape(r['path'])}{new}{why}", soft_wrap=True)
     out.print(f"{plural(counts.inbox, 'entry')} left in the inbox")
     _render_counts(counts)
+
+
+def _inbox_one(vault: Vault, rel: str, action: str, yes: bool) -> dict[str, Any]:
+    if action == "reject":
+        confirmed(vault, lambda: review_mod.reject(vault, rel, how="rejected from the inbox"), yes=yes)
+        return {"path": rel, "action": "rejected"}
+    if vault.read(rel).note.meta.get("proposes_supersede"):
+        done = confirmed(vault, lambda: review_mod.supersede(vault, rel), yes=yes, what="Supersede it")
+        return {"path": rel, "action": "superseded", "new": done.path, "archived": done.archived}
+    done = confirmed(vault, lambda: review_mod.approve(vault, rel, how="accepted"), yes=yes)
+    return {"path": rel, "action": "accepted", "new": done.path}
 
 
 def _inbox_list(vault: Vault, as_json: bool) -> None:
