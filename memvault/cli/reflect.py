@@ -13,6 +13,7 @@ from rich.table import Table
 from memvault.errors import MemvaultError
 from memvault.reflect import review as review_mod
 from memvault.reflect import runner as reflect_mod
+from memvault.store import disk
 from memvault.store.model import INBOX, REVIEW
 from memvault.text import plural
 from memvault.vault.core import Vault
@@ -193,7 +194,7 @@ def _review_one(vault: Vault, rel: str, action: str, proposes: Any) -> None:
         result = review_mod.approve(vault, rel)
         out.print(f"approved → [bold]{escape(result.path)}[/]", soft_wrap=True)
     elif action == "edit":
-        text = (vault.root / rel).read_text(encoding="utf-8")
+        text = disk.read_text(vault.root / rel)
         edited = click.edit(text, extension=".md")
         result = review_mod.approve(vault, rel, edited=edited)
         out.print(f"edited and approved → [bold]{escape(result.path)}[/]", soft_wrap=True)
