@@ -163,7 +163,8 @@ def capture(
         raise MemvaultError("the idea needs a title", code="usage")
     model.check_fields({}, body)
     group_s = model.slug(group or vault.config.vault.default_group, "group")
-    folder = f"{vault.folder}/{group_s}/{INCUBATOR}/{model.slug(slug or title, 'slug')}"
+    name = model.slug(slug, "slug") if slug else model.slug(title, "slug", from_text=True)
+    folder = f"{vault.folder}/{group_s}/{INCUBATOR}/{name}"
     rel = f"{folder}/{ideas_md.INDEX}"
     stamp = notes.now()
     given = dict(meta or {})
