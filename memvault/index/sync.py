@@ -17,6 +17,9 @@ from .core import Index
 from .schema import UNREADABLE, NoteRow, content_hash, place
 
 INDEX_MAX_BYTES = disk.MAX_NOTE_BYTES  # a bigger file is recorded as unreadable, not indexed
+IDEAS_LEDGER = "Ideas.md"  # the idea ledger at the vault root (ideas.ledger.LEDGER; ideas sits above index)
+# A ledger section (`## date: title` up to the next `#`/`##` heading) marked `→ archived …` or `→ deleted …`.
+_RETIRED_IDEA = re.compile(r"(?m)^##[ \t][^\n]*\n(?:(?!#{1,2}[ \t])[^\n]*\n)*?→ (?:archived|deleted)\b[^\n]*(?:\n|\Z)")
 _PRIVATE_LINE = re.compile(r"(?im)^private:\s*['\"]?(true|yes|on)['\"]?\s*$")
 EMBED_BATCH_NOTES = 32
 SCAN_BATCH = 200
@@ -68,6 +71,8 @@ class Layout:
             created=model.to_str(meta.get("created")),
         )
         links = chunking.wikilinks((note.frontmatter or "") + "\n" + body)
+        if rel == IDEAS_LEDGER:  # an idea archived or deleted from the ledger is not recalled through it
+            body = _RETIRED_IDEA.sub("", body)
         return row, chunking.chunks(body), links
 
 
