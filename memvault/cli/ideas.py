@@ -8,7 +8,6 @@ from pathlib import Path
 
 import click
 from rich.markup import escape
-from rich.table import Table
 
 from memvault.errors import MemvaultError
 from memvault.ideas import incubator, ledger
@@ -26,6 +25,7 @@ from .group import (
     pass_state,
     print_json,
     print_result,
+    print_table,
     yes_option,
 )
 
@@ -96,7 +96,7 @@ def promote_idea(state: State, slug: str, group: str | None, yes: bool, as_json:
     if as_json:
         print_json(outcome.as_dict())
         return
-    out.print(f"promoted: [bold]{escape(outcome.path)}[/] ({plural(len(outcome.files), 'file')})")
+    out.print(f"promoted: [bold]{escape(outcome.path)}[/] ({plural(len(outcome.files), 'file')})", soft_wrap=True)
     _render_outcome(outcome)
 
 
@@ -163,13 +163,10 @@ def _ask(state: State, item: incubator.Idea) -> tuple[str, incubator.Idea, incub
 
 
 def _render_ideas(old: list[incubator.Idea], months: int) -> None:
-    table = Table(title=f"Incubating ideas untouched for {plural(months, 'month')}")
-    for column in ("idea", "title", "last touched", "in Ideas.md"):
-        table.add_column(column)
-    for item in old:
-        touched = item.last_touched.astimezone().date().isoformat()
-        table.add_row(escape(item.slug), escape(item.title), touched, "yes" if item.section_present else "no")
-    out.print(table)
+    out.print(f"Incubating ideas untouched for {plural(months, 'month')}:")
+    rows = [(escape(item.slug), escape(item.title), item.last_touched.astimezone().date().isoformat(),
+             "yes" if item.section_present else "no") for item in old]  # fmt: skip
+    print_table(("idea", "title", "last touched", "in Ideas.md"), rows)
 
 
 def _summary(done: list[tuple[str, incubator.Idea, incubator.Outcome | None]], listed: int) -> None:

@@ -6,11 +6,12 @@ import dataclasses
 from pathlib import Path
 
 import click
-from rich.table import Table
+from rich.markup import escape
 
 from memvault import config as config_mod
 from memvault.errors import MemvaultError
 from memvault.store import notes
+from memvault.text import plural
 from memvault.vault.core import open_vault
 
 from .group import (
@@ -24,6 +25,7 @@ from .group import (
     pass_state,
     print_json,
     print_result,
+    print_table,
     yes_option,
 )
 
@@ -171,15 +173,32 @@ def list_(
     state: State, group: str | None, kind: str | None, status: str | None, everything: bool, as_json: bool
 ) -> None:
     """List entries with their kind, status and group."""
-    entries = state.vault.list(scope="all" if everything else "memory", group=group, kind=kind, status=status)
+    scope = "all" if everything else "memory"
+    entries = state.vault.list(scope=scope, group=group, kind=kind, status=status)
+    if not entries and (group or kind or status):
+        _hint_unknown(state, scope, group=group, kind=kind, status=status)
     if as_json:
         print_json([dataclasses.asdict(e) for e in entries])
         return
-    table = Table("path", "kind", "status", "tags", box=None)
-    for e in entries:
-        table.add_row(e.path, e.kind or "", e.status + (" (private)" if e.private else ""), ", ".join(e.tags))
-    out.print(table)
-    out.print(f"{len(entries)} entries")
+    rows = [(escape(e.path), escape(e.kind or ""), e.status + (" (private)" if e.private else ""),
+             escape(", ".join(e.tags))) for e in entries]  # fmt: skip
+    print_table(("path", "kind", "status", "tags"), rows)
+    out.print(plural(len(entries), "entry"))
+
+
+def _hint_unknown(state: State, scope: str, **wanted: str | None) -> None:
+    """One line on standard error when a filter names a group, kind or status no entry has, with close matches."""
+    import difflib
+
+    every = state.vault.list(scope=scope)
+    for field, value in wanted.items():
+        known = sorted({str(getattr(e, field)) for e in every if getattr(e, field)})
+        if value is None or value in known:
+            continue
+        close = difflib.get_close_matches(value, known, n=3, cutoff=0.5)
+        hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
+        err.print(f"no entry has {field} {value!r}; {hint}{field}s in this vault: {', '.join(known) or 'none'}",
+                  soft_wrap=True)  # fmt: skip
 
 
 @cli.command()

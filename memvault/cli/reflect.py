@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,11 +14,12 @@ from rich.table import Table
 from memvault.errors import MemvaultError, ProtectedError
 from memvault.reflect import review as review_mod
 from memvault.reflect import runner as reflect_mod
+from memvault.store import disk
 from memvault.store.model import INBOX, REVIEW
 from memvault.text import plural
 from memvault.vault.core import Vault
 
-from .group import State, cli, confirmed, err, json_option, out, pass_state, print_json, yes_option
+from .group import State, cli, confirmed, err, json_option, out, pass_state, print_json, print_table, yes_option
 
 _CORPUS_DEFAULT = "\0default"
 
@@ -160,6 +162,21 @@ def review(state: State) -> None:
         _render_counts(review_mod.counts(vault))
         return
     done: dict[str, int] = {}
+    try:
+        _review_queue(vault, queue, done)
+    except click.Abort:  # Ctrl-C, or standard input ended (`review </dev/null`)
+        ended = "standard input ended" if not sys.stdin.isatty() else "interrupted"
+        err.print(f"stopped ({ended}): the entries not yet answered stay in _review/")
+        raise click.exceptions.Exit(1) from None
+    finally:
+        if done:
+            out.print(", ".join(f"{n} {a}" for a, n in done.items()))
+    if not done:
+        out.print("nothing done")
+    _render_counts(review_mod.counts(vault))
+
+
+def _review_queue(vault: Vault, queue: list[Any], done: dict[str, int]) -> None:
     for number, entry in enumerate(queue, 1):
         nf = vault.read(entry.path)
         meta = nf.note.meta
@@ -186,8 +203,6 @@ def review(state: State) -> None:
             err.print(f"[red]error:[/] {escape(str(exc))}")
             action = "failed"
         done[action] = done.get(action, 0) + 1
-    out.print(", ".join(f"{n} {a}" for a, n in done.items()) or "nothing done")
-    _render_counts(review_mod.counts(vault))
 
 
 def _review_one(vault: Vault, rel: str, action: str, proposes: Any) -> None:
@@ -195,7 +210,7 @@ def _review_one(vault: Vault, rel: str, action: str, proposes: Any) -> None:
         result = confirmed(vault, lambda: review_mod.approve(vault, rel), yes=False, ask=True)
         out.print(f"approved → [bold]{escape(result.path)}[/]", soft_wrap=True)
     elif action == "edit":
-        text = (vault.root / rel).read_text(encoding="utf-8")
+        text = disk.read_text(vault.root / rel)
         edited = click.edit(text, extension=".md")
         result = confirmed(vault, lambda: review_mod.approve(vault, rel, edited=edited), yes=False, ask=True)
         out.print(f"edited and approved → [bold]{escape(result.path)}[/]", soft_wrap=True)
@@ -203,13 +218,30 @@ def _review_one(vault: Vault, rel: str, action: str, proposes: Any) -> None:
         confirmed(vault, lambda: review_mod.reject(vault, rel), yes=False, ask=True)
         out.print("rejected")
     elif action == "supersede":
-        target = str(proposes) if proposes else click.prompt("path of the entry this one replaces")
+        target = str(proposes) if proposes else _ask_target(vault)
+        if target is None:
+            out.print("skipped: no entry named")
+            return
         result = confirmed(
             vault, lambda: review_mod.supersede(vault, rel, target), yes=False, ask=True, what="Supersede it"
         )
         out.print(
             f"superseded {escape(target)} → [bold]{escape(result.path)}[/] (archived {escape(result.archived or '')})"
         )
+
+
+def _ask_target(vault: Vault) -> str | None:
+    """The path of an existing entry, asked until it names one (a typo is said and asked again); empty skips."""
+    while True:
+        answer = click.prompt("path of the entry this one replaces (empty: skip)", default="", show_default=False)
+        if not answer.strip():
+            return None
+        try:
+            vault.read(answer.strip())
+        except MemvaultError as exc:
+            err.print(f"[red]error:[/] {escape(str(exc))}; try again", soft_wrap=True)
+            continue
+        return answer.strip()
 
 
 # ---- inbox ----------------------------------------------------------------------------------
@@ -290,13 +322,13 @@ def _inbox_list(vault: Vault, as_json: bool) -> None:
     if as_json:
         print_json({"entries": rows, "inbox": counts.inbox, "warnings": list(counts.warnings)})
         return
-    table = Table("entry", "kind", "confidence", "captured", box=None)
+    cells = []
     for r in rows:
-        extra = f"\n[dim]would supersede {escape(str(r['proposes_supersede']))}[/]" if r["proposes_supersede"] else ""
-        title = f"[bold]{escape(r['title'])}[/]  [dim]{escape(os.path.basename(r['path']))}[/]{extra}"
-        table.add_row(title, r["kind"] or "", str(r["confidence"] or ""), r["captured"][:10])
-    if rows:
-        out.print(table)
+        extra = f"; would supersede {escape(str(r['proposes_supersede']))}" if r["proposes_supersede"] else ""
+        name = os.path.splitext(os.path.basename(r["path"]))[0]  # what `inbox accept NAME` takes
+        cells.append((f"[bold]{escape(name)}[/]", escape(r["title"]) + extra, escape(r["kind"] or ""),
+                      str(r["confidence"] or ""), r["captured"][:10]))  # fmt: skip
+    print_table(("name", "title", "kind", "confidence", "captured"), cells)
     out.print(
         f"{plural(len(rows), 'entry')} in the inbox"
         + (": `memvault inbox accept NAME…` or `reject NAME…`" if rows else "")

@@ -67,9 +67,11 @@ def read_ledger(vault: Vault) -> str | None:
     """The text of Ideas.md (None when there is none); a non-UTF-8 file is refused, never rewritten."""
     path, _ = safety.resolve_target(vault.root, ideas_md.LEDGER, vault.folder, outside=True)
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return None
+        data = disk.read_bytes(path)
+    except MemvaultError as exc:
+        if exc.code == "missing":
+            return None
+        raise
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
@@ -164,7 +166,8 @@ def capture(
         raise MemvaultError("the idea needs a title", code="usage")
     model.check_fields({}, body)
     group_s = model.slug(group or vault.config.vault.default_group, "group")
-    folder = f"{vault.folder}/{group_s}/{INCUBATOR}/{model.slug(slug or title, 'slug')}"
+    name = model.slug(slug, "slug") if slug else model.slug(title, "slug", from_text=True)
+    folder = f"{vault.folder}/{group_s}/{INCUBATOR}/{name}"
     rel = f"{folder}/{ideas_md.INDEX}"
     stamp = notes.now()
     given = dict(meta or {})
@@ -319,7 +322,7 @@ def _confined(vault: Vault, rel: str) -> str:
 def _moved_text(vault: Vault, rel: str, path: Path, inner: str, meta: Mapping[str, Any], warnings: list[str]) -> str:
     """The content a file of the folder has at its new place: the folder note gets its new keys."""
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = disk.read_bytes(path).decode("utf-8")
     except UnicodeDecodeError:
         raise SafetyError(
             f"{rel} is not a text file: memvault moves an idea folder as one journalled write of text files; "

@@ -38,6 +38,8 @@ def open_vault(path: str | os.PathLike[str] | None = None, *, config: config_mod
     root = Path(path).expanduser() if path else config.vault_root
     if root is None:
         raise VaultNotFound("no vault given: pass --vault PATH, set MEMVAULT_VAULT, or run `memvault init PATH`")
+    if root.exists() and not root.is_dir():
+        raise VaultNotFound(f"{root} is a file, not a folder: give the vault's folder (the one holding .obsidian/)")
     if not root.is_dir():
         raise VaultNotFound(f"vault folder {root} does not exist (is the sync drive mounted?)")
     vault = Vault(root.resolve(), config)
@@ -119,9 +121,19 @@ class Vault:
     def index_file(self) -> Path:
         return indexing.index_file(self.root, self.config)
 
-    def reindex(self, *, full: bool = False, vectors: str = "auto", progress: Progress | None = None) -> SyncReport:
-        """Bring the index up to date with the notes (see `indexing.reindex` for `vectors`)."""
-        return indexing.reindex(self.root, self.config, full=full, vectors=vectors, progress=progress)
+    def reindex(
+        self,
+        *,
+        full: bool = False,
+        vectors: str = "auto",
+        progress: Progress | None = None,
+        wait: float = 0.0,
+        on_wait: Callable[[str], None] | None = None,
+    ) -> SyncReport:
+        """Bring the index up to date with the notes (see `indexing.reindex` for `vectors`, `wait`, `on_wait`)."""
+        return indexing.reindex(
+            self.root, self.config, full=full, vectors=vectors, progress=progress, wait=wait, on_wait=on_wait
+        )
 
     def recall(
         self,
