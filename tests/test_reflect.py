@@ -328,7 +328,7 @@ def vector_vault(vault: Vault, embedder, monkeypatch: pytest.MonkeyPatch) -> Vau
     finally:
         index.close()
     monkeypatch.setattr(client, "query_vector", lambda text, timeout: (embedder.name, embedder.encode([text])[0]))
-    monkeypatch.setattr(indexing, "service_embedder", lambda config: embedder)
+    monkeypatch.setattr(indexing, "service_embedder", lambda config, deadline=None: embedder)
     vectors = lambda texts, timeout=0.25: client.Embedded(embedder.name, embedder.dim, embedder.encode(texts))  # noqa: E731
     monkeypatch.setattr(client, "embed", vectors)
     return vault
