@@ -39,6 +39,9 @@ class Report:
     transcript: str
     session_id: str | None
     miner: str
+    miner_reason: str = ""  # why this miner ran (auto found claude, it was missing, a call failed, the daily cap …)
+    claude_calls: int = 0
+    cost_usd: float | None = None  # what Claude Code reported the miner's calls cost
     turns: int = 0
     candidates: int = 0
     routes: list[dict[str, Any]] = field(default_factory=list)
@@ -48,7 +51,7 @@ class Report:
     halted: bool = False  # the STOP file was present: nothing (more) was written
     ms: float = 0.0
     busy: bool = False  # another reflection held the lock for reflect.LOCK_WAIT_S: nothing was done
-    deferred: bool = False  # reflection.miner is "claude" and this was not the final pass: left for it
+    deferred: bool = False  # the Claude miner would run and this was not the final pass: left for the final one
     notes: list[str] = field(default_factory=list)  # dropped candidates (secrets), warnings
 
     def as_dict(self) -> dict[str, Any]:
@@ -61,8 +64,13 @@ class TranscriptPass:
     `wait_service`: seconds the first recall of the pass waits for the warm embedding service.
     """
 
-    def __init__(self, vault: Vault, path: Path, report: Report, *, final: bool, wait_service: float) -> None:
+    def __init__(
+        self, vault: Vault, path: Path, report: Report, *, final: bool, wait_service: float, settings: Any = None,
+        show_prompt: Any = None,
+    ) -> None:  # fmt: skip
         self.vault, self.path, self.report, self.final = vault, path, report, final
+        self.settings = settings or vault.config.reflection
+        self.show_prompt = show_prompt  # given: print what the Claude miner would send instead of mining
         self.wait_service = wait_service
         self.state = TranscriptState.load(vault, path)
         self.ledger = Ledger.load(vault)
@@ -77,16 +85,22 @@ class TranscriptPass:
         size = self.path.stat().st_size
         if state.offset > size:  # the file was replaced by a shorter one: start over (routed keys stay)
             state.reset()
-        read = transcript.read(self.path, transcript.Cursor(state.context_offset, state.context_line))
+        read = transcript.read(self.path, transcript.Cursor(state.context_offset, state.context_line), tools=True)
         report.session_id = report.session_id or read.session_id or self.path.stem
         report.skipped_lines = dict(read.skipped)
         turns = [dataclasses.replace(t, text=privacy.strip_private(t.text)) for t in read.turns]
-        new_turns = [t for t in turns if t.line > state.line]
+        new_turns = [t for t in turns if t.line > state.line and t.role not in transcript.TOOL_ROLES]
         report.turns = len(new_turns)
         if not new_turns:
             self._advance(read.cursor, turns)
             return
-        candidates, report.miner = miner.run(turns, miner=self.vault.config.reflection.miner)
+        if self.show_prompt is not None:
+            self.show_prompt(miner.windows(turns, self.vault.config.reflection))
+            return
+        candidates, ran = miner.run(turns, self.settings, project=read.cwd)
+        report.miner, report.miner_reason = ran.miner, ran.reason
+        report.claude_calls, report.cost_usd = ran.calls, ran.cost_usd
+        report.notes += ran.notes
         times = {f"L{t.line}": t.timestamp for t in turns}
         candidates = [_safe_key(c) for c in candidates]
         fresh = _unique(c for c in candidates if c.key not in state.keys)
@@ -114,7 +128,8 @@ class TranscriptPass:
     def _advance(self, cursor: Any, turns: Sequence[Any]) -> None:
         if self.report.dry_run:
             return
-        context_line = turns[-CONTEXT_TURNS].line - 1 if len(turns) >= CONTEXT_TURNS else self.state.context_line
+        spoken = [t for t in turns if t.role in ("user", "assistant")]  # tool turns do not count as context
+        context_line = spoken[-CONTEXT_TURNS].line - 1 if len(spoken) >= CONTEXT_TURNS else self.state.context_line
         self.state.advance(self.path, cursor.offset, cursor.line, context_line)
         self.state.save()
 
