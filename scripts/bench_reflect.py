@@ -67,14 +67,16 @@ def _mine_offline(turns: list[transcript.Turn]) -> list[miner.Candidate]:
 
 
 def _mine_claude(turns: list[transcript.Turn]) -> list[miner.Candidate]:
-    return miner.mine_llm(turns)
+    from memvault.config import load
+
+    return miner.mine_llm(turns, load().reflection)
 
 
 def reader_table(data: Path, mine: Any) -> tuple[list[dict[str, Any]], dict[str, list[miner.Candidate]], float]:
     rows, mined = [], {}
     start = time.perf_counter()
     for path in files(data):
-        t = transcript.read(path)
+        t = transcript.read(path, tools=True)
         cands = mine(t.turns)
         rel = path.relative_to(data).as_posix()
         mined[rel] = cands
@@ -86,7 +88,7 @@ def reader_table(data: Path, mine: Any) -> tuple[list[dict[str, Any]], dict[str,
                 "parsed": t.parsed,
                 "skipped": sum(t.skipped.values()),
                 "skipped_by": dict(sorted(t.skipped.items(), key=lambda kv: (-kv[1], kv[0]))),
-                "turns": len(t.turns),
+                "turns": sum(1 for turn in t.turns if turn.role not in transcript.TOOL_ROLES),
                 "candidates": len(cands),
             }
         )
@@ -275,9 +277,9 @@ def windows_report(data: Path) -> None:
     """What `--miner claude` would send: windows and characters per transcript (no call is made)."""
     total_windows = total_chars = 0
     for path in files(data):
-        turns = transcript.read(path).turns
+        turns = transcript.read(path, tools=True).turns
         windows = miner.windows(turns)
-        chars = sum(len(w) for w in windows)
+        chars = sum(len(w.text) for w in windows)
         total_windows += len(windows)
         total_chars += chars
         print(f"{path.relative_to(data).as_posix()}: {len(windows)} windows, {chars:,} characters")

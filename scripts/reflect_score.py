@@ -1,12 +1,15 @@
 """Scoring of reflection candidates against the hand labels: one-to-one matching, per category and per route.
 
 Used by scripts/bench_reflect.py. A candidate matches a label when it is from the same transcript, in
-the label's category (or its `alt_category`), and one of its evidence lines lies within ±SLACK lines
-of one of the label's lines. Two refinements keep that honest on real sessions:
+the label's category (or its `alt_category`), and its statement line (its first evidence line: what
+the user said, or the error a fix starts from) lies within ±SLACK lines of one of the label's lines.
+Later evidence lines (an explanation, a repetition, the confirmation) do not make a match: a long
+fix episode must not claim the label of the next one. Two refinements keep that honest on real
+sessions:
 
 - **Several statements on one line.** When more than one label is within reach (a numbered list of
-  rules in one message), the candidate goes to the label whose quoted words it shares most, and must
-  share at least MIN_OVERLAP of them; a candidate about none of them is a false positive.
+  rules in one message), the candidate goes to the label whose quoted words it shares most, and
+  must share at least MIN_OVERLAP of them; a candidate about none of them is a false positive.
 - **Negatives.** A candidate whose evidence lines are only lines labelled as negatives (task steps,
   questions, one-off directions) matches nothing, even when a label is within ±SLACK lines.
 
@@ -104,7 +107,9 @@ def score(mined: dict[str, list[Any]], labels: list[dict[str, Any]], negatives: 
             near = [
                 i
                 for i, label in enumerate(labels)
-                if label["transcript"] == rel and cand.category in _categories(label) and _near(lines, label["lines"])
+                if label["transcript"] == rel
+                and cand.category in _categories(label)
+                and _near(lines[:1], label["lines"])
             ]
             only_negative = bool(lines) and set(lines) <= negative_lines.get(rel, set())
             if only_negative and not any(set(lines) & set(labels[i]["lines"]) for i in near):
