@@ -242,7 +242,7 @@ def _finish(found: Sequence[Candidate], turns: Sequence[Turn], project: str | No
             safe,
             title=placeholders.replace_local(safe.title, project=project, names=names),
             body=placeholders.replace_local(safe.body, project=project, names=names),
-            key=placeholders.replace_local(safe.key, names=names).replace("<user>", "user"),
+            key=placeholders.key_without(safe.key, names),
         )
         if safe.key in out:
             kept = out[safe.key]

@@ -43,7 +43,7 @@ def this_user() -> str:
 
 def replace_local(text: str, *, project: str | None = None, names: Iterable[str] = ()) -> str:
     """`text` with the project folder as `<project>`, home folders as `~` and the user names as `<user>`."""
-    if project and len(project) > 3:
+    if project and len(project) > 3 and not _HOME.fullmatch(project.rstrip("/\\")):  # a home folder is ~
         for spelling in {project, project.replace("\\", "/"), project.replace("/", "\\")}:
             text = re.sub(re.escape(spelling) + r"(?=[/\\\s'\"`)\]:,;]|$)", "<project>", text)
     text = _HOME.sub("~", text)
@@ -51,3 +51,11 @@ def replace_local(text: str, *, project: str | None = None, names: Iterable[str]
     for name in sorted(set(names), key=len, reverse=True):
         text = re.sub(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", "<user>", text, flags=re.IGNORECASE)
     return text
+
+
+def key_without(key: str, names: Iterable[str]) -> str:
+    """A candidate key (`kind:slug-words`) with user names as `user` and home-folder words dropped."""
+    kind, _, slug = key.partition(":")
+    lowered = {n.lower() for n in names}
+    words = [("user" if w in lowered else w) for w in slug.split("-")]
+    return f"{kind}:{'-'.join(words)}"

@@ -66,7 +66,6 @@ _RULES: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
     ("always-never", "high", "rule", re.compile(rf"^{_LEAD}(?:always|never)\s+(?!{_NOT_A_VERB})\w+")),
     ("should-never", "high", "rule",
      re.compile(r"\b(?:should|must|shall|need to|needs to|has to|have to|are to|is to)\s+(?:always|never)\s+\w+")),
-    ("always-never", "high", "rule", re.compile(rf"\b(?:i|we|you) (?:always|never) {_VERB}\b")),
     ("dont-want", "high", "rule", re.compile(rf"\bi (?:do not|don't|dont|never) want (?:you )?(?:to )?{_NAMED}")),
     ("only-want", "high", "rule", re.compile(r"\bi only (?:ever )?(?:want|use|need)\b|^only (?:ever )?use\b")),
     ("prefer", "high", "rule",
@@ -74,6 +73,7 @@ _RULES: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
     ("make-sure", "high", "rule",
      re.compile(rf"\bmake sure (?:that )?(?:you )?(?:to )?(?:{_NEG}|always|not to|not)\b")),
     ("careful-not", "high", "rule", re.compile(r"\bbe careful (?:to not|not to|never to|to never)\b")),
+    ("always-never", "high", "rule", re.compile(rf"\b(?:i|we|you) (?:always|never) {_VERB}\b")),
     ("dislike", "high", "rule",
      re.compile(rf"\b(?:i|i'm|im|i am) (?:really )?(?:hate|dislike|can't stand|cannot stand|(?:do not|don't) like"
                 rf"|not (?:entirely |really |very |at all |fully )?comfortable with)\s+{_NAMED}")),
@@ -84,8 +84,9 @@ _RULES: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
     ("use-instead", "high", "rule",
      re.compile(r"^(?:please\s+)?(?:(?:always\s+)?use|we use|switch to)\s+.+?\s*,?\s*(?:instead of|rather than)\s")),
     ("dont-ever", "high", "rule",
-     re.compile(rf"^{_LEAD}{_NEG}\s+(?:ever\s+)?{_VERB}\b.*\b(?:ever|again|anymore|any more|in general|every ?time"
-                rf"|whenever|any\s+\w+|without (?:my|asking))\b|^{_LEAD}again,? {_NEG} {_VERB}\b")),
+     re.compile(rf"^{_LEAD}{_NEG}\s+ever\s+\w|^{_LEAD}{_NEG}\s+{_VERB}\b.*\b(?:ever|again|anymore|any more"
+                rf"|in general|every ?time|whenever|any\s+\w+|without (?:my|asking))\b"
+                rf"|^{_LEAD}again,? {_NEG} {_VERB}\b")),
     ("false-positive", "high", "meta",
      re.compile(r"\b(?:already|previously|before)\b.*\b(?:false positive|fp)\b"
                 r"|\b(?:false positive|fp)\b.*\balready\b")),
@@ -122,9 +123,11 @@ _STATEMENT = re.compile(
     r"\b(?:that|this|it) (?:is|was|'s) (?:a |an |the )?(?:totally |completely |entirely )?"
     r"(?:different|wrong|not|another)\b|^(?:that|this|it)'s (?:a |the )?(?:different|wrong)\b"
 )
-_CLAUSE = re.compile(r"\s*(?:[,;:()]|\bbut\b|\band then\b)\s*")
+_CLAUSE = re.compile(r"\s*(?:[,;](?=\s)|:(?=\s)|(?<=\s)\(|\)(?=\s|$)|\bbut\b|\band then\b)\s*")
 _RANK = {"high": 3, "medium": 2, "low": 1}
 _UP = {"low": "medium", "medium": "high", "high": "high"}
+_DOWN = {"high": "medium", "medium": "low", "low": "low"}
+_DIRECTIVES = frozenset(["always-never", "dont-ever", "dont", "make-sure", "careful-not", "stop-doing"])
 _GENERIC = frozenset(
     ["the", "and", "but", "for", "not", "you", "your", "this", "that", "with", "are", "was", "were", "have", "has",
      "hace", "its", "it's", "don't", "dont", "never", "always", "should", "must", "want", "make", "sure", "please",
@@ -177,8 +180,10 @@ def _turn_statements(turn: Turn, agent: Turn | None) -> list[_Statement]:
     hits: list[_Hit | None] = []
     for i, sentence in enumerate(parts):
         hit = judge(sentence)
-        if hit is None and i == 0 and agent is not None:
-            hit = _correction(parts)
+        if i == 0 and agent is not None:
+            corrected = _correction(parts)
+            if corrected is not None and (hit is None or _strength(corrected) >= _strength(hit)):
+                hit = corrected
         hits.append(hit)
     light = [h is not None and h.kind == "meta" and sum(map(len, _content(parts[i]))) <= 2 for i, h in enumerate(hits)]
     anchors: dict[int, list[int]] = {}
@@ -207,11 +212,17 @@ def _turn_statements(turn: Turn, agent: Turn | None) -> list[_Statement]:
 
 
 def judge(sentence: str) -> _Hit | None:
-    """The rule a sentence of the user states (on its own, not as a reply), or None."""
+    """The rule a sentence of the user states (on its own, not as a reply), or None.
+
+    The strongest rule that fires on the sentence or one of its clauses wins; the words that state it
+    run from the start of the clause where a rule fired to the end of the sentence (a rule's own
+    clause is preferred to a "that was wrong" one for that).
+    """
     low = canonical(sentence).strip()
     if not low or len(low) > 400 or low.endswith("?") or _QUESTION_START.match(low) or _TASK_SCOPED.search(low):
         return None
     best: _Hit | None = None
+    stated: str | None = None  # the words of the first rule-kind clause
     for clause_start, clause in _clauses(low):
         for rule, confidence, kind, pattern in _RULES:
             if rule != "from-now-on" and _HEDGE.search(low):
@@ -221,16 +232,28 @@ def judge(sentence: str) -> _Hit | None:
                 continue
             if rule == "from-now-on" and len(WORD.findall(low)) < 4:
                 break
-            text = sentence[clause_start : clause_start + len(clause)] if kind == "rule" else sentence
+            text = sentence[_clause_of(low, clause_start + m.start()) :] if kind == "rule" else sentence
             if rule == "said-before" and len(clause) - m.end() > 15:  # "as noted elsewhere, X": X is the rule
-                text, kind = sentence[clause_start + m.end() : clause_start + len(clause)], "rule"
+                text, kind = sentence[clause_start + m.end() :], "rule"
             hit = _Hit(rule, confidence, kind, text.strip())
-            if best is None or _strength(hit) > _strength(best) or (
-                _strength(hit) == _strength(best) and len(hit.clause) < len(best.clause)
-            ):
+            if kind == "rule" and stated is None:
+                stated = hit.clause
+            if best is None or _strength(hit) > _strength(best):
                 best = hit
             break
+    if best is not None and best.kind == "meta" and stated is not None:
+        best = _Hit(best.rule, best.confidence, "rule", stated)
     return best
+
+
+def _clause_of(low: str, at: int) -> int:
+    """Where the clause holding position `at` starts."""
+    start = 0
+    for m in _CLAUSE.finditer(low):
+        if m.end() > at:
+            break
+        start = m.end()
+    return start
 
 
 def _strength(hit: _Hit) -> tuple[int, int]:
@@ -312,6 +335,8 @@ def _candidate(statement: _Statement) -> Candidate:
     said_in = sorted({t.line for t, _, _ in hits})
     if len(said_in) > 1:
         confidence = _UP[confidence]  # said again in another turn: stronger evidence
+    elif best.rule in _DIRECTIVES and len(_content(best.clause)[0]) <= 1:
+        confidence = _DOWN[confidence]  # "don't commit" alone leans on its context: a person should look first
     lines: dict[int, list[str]] = {}
     for turn, sentence, _ in hits:
         lines.setdefault(turn.line, [])

@@ -101,15 +101,16 @@ _LEAD_IN = re.compile(
     r"|by the way|one more thing|as (?:noted|said|mentioned) (?:elsewhere|before|earlier|above)"
     r"|as i (?:said|mentioned)(?: before)?|like i said|for (?:the )?future reference|in (?:the )?future"
     r"|from now on|going forward|from here on(?: out)?|for all future \w+|remember(?: that)?|keep in mind(?: that)?"
-    r"|note that|in general|generally|i think|i mean|that is the wrong fix|that's the wrong fix"
-    r"|(?:that|this|it) is wrong|(?:that|this|it)'s wrong|wrong|not quite|double-?check)\b[\s,.:;!—–-]*)+",
+    r"|note that|in general|generally|i think|i mean|(?:that|this|it) is the wrong fix|(?:that|this|it)'s the wrong fix"
+    r"|(?:that|this) is wrong|(?:that|this)'s wrong|wrong|not quite|double-?check)\b[\s,.:;!—–-]*)+",
     re.IGNORECASE,
 )
 _FIRST_PERSON = (  # (pattern, replacement): the user's "I" and "my" as the note's reader needs them
     (re.compile(r"^i'm\b", re.I), "The user is"),
     (re.compile(r"^im\b", re.I), "The user is"),
     (re.compile(r"^i am\b", re.I), "The user is"),
-    (re.compile(r"^i (don't|do not) want (?:you )?to\b", re.I), "Don't"),
+    (re.compile(r"^i (?:don't|do not) want you to\b", re.I), "Don't"),
+    (re.compile(r"^i (?:don't|do not) want to\b", re.I), "The user doesn't want to"),
     (re.compile(r"^i (don't|do not) want\b", re.I), "No"),
     (re.compile(r"^i only want\b", re.I), "Only"),
     (re.compile(r"^i (?:would|'d) (?:really |much )?(?:prefer|rather)\b", re.I), "Prefer"),
@@ -151,6 +152,11 @@ def rule_title(clause: str) -> str:
     for pattern, repl in _POSSESSIVE:
         fixed = pattern.sub(repl, fixed)
     fixed = fixed.rstrip(" .!:;,")
+    aside = re.search(r"\s*\([^()]*\)$", fixed)  # a closing aside "(use your power to …)": the quote keeps it
+    if aside and len(fixed[: aside.start()].split()) >= 3:
+        fixed = fixed[: aside.start()].rstrip(" .!:;,")
+    if fixed.endswith(")") and fixed.count(")") > fixed.count("("):
+        fixed = fixed[:-1].rstrip(" .!:;,")
     fixed = clip(fixed, TITLE_CHARS)
     return fixed[:1].upper() + fixed[1:]
 
