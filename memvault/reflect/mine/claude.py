@@ -195,7 +195,12 @@ def ask(
         _kill(proc)
         raise MinerError(f"{executable} did not answer within {timeout:g} s") from exc
     if proc.returncode != 0:
-        raise MinerError(f"{executable} exited with {proc.returncode}: {clip(stderr or stdout, 200)}")
+        try:
+            said = json.loads(stdout).get("result")  # `-p --output-format json` still reports what went wrong
+        except (ValueError, AttributeError):
+            said = None
+        said = said if isinstance(said, str) and said else (stderr or stdout)
+        raise MinerError(f"{executable} exited with {proc.returncode}: {clip(said, 200)}")
     return parse(stdout, window, turns)
 
 

@@ -62,8 +62,10 @@ _SUCCESS_WORDS = re.compile(
     r"|(?:build|compile|compilation|command|push|commit) succeed(?:s|ed)|succeeds\b|succeeded\b|compiles cleanly"
     r"|all green|no (?:more )?(?:errors|failures)|is now fixed|now fixed|is resolved)"
 )
-_FAILED_OUTPUT = re.compile(
-    r"\b(?:error|errors|failed|failure|failures|fatal|traceback|exception|not found|cannot|could not)\b", re.I
+_FAILED_OUTPUT = re.compile(  # "0 failures", "no errors" are successes
+    r"(?<!\b0 )(?<!\bno )\b(?:error|errors|failed|failure|failures|fatal|traceback|exception|not found|cannot"
+    r"|could not)\b",
+    re.I,
 )
 _NOISE_LINE = re.compile(r"^(?:exit code \d+|error:?|\[stderr\]|…|\W*)$", re.IGNORECASE)
 _ERROR_LINE = re.compile(
@@ -89,8 +91,10 @@ _WRAPPERS = re.compile(
 )
 _READ_ONLY = re.compile(  # commands that only look: running one differently is exploring, not fixing
     r"^(?:ls|dir|cat|head|tail|less|grep|rg|find|fd|which|where|echo|pwd|wc|stat|file|tree|type|env|printenv|ps|id"
-    r"|whoami|uname|df|du|get-\S+|test-\S+|select-\S+|measure-\S+|format-\S+|git (?:status|log|show|diff|branch|remote"
-    r"|ls-files|rev-parse|config --get)|\S+ --version|\S+ --help)\b"
+    r"|whoami|uname|df|du|get-\S+|test-\S+|select-\S+|measure-\S+|format-\S+"
+    r"|git (?:status|log|show|diff|ls-files|rev-parse|blame)"
+    r"|git (?:remote|branch|stash list|config --get)(?:\s+-\w+)*\s*$"
+    r"|\S+ --version|\S+ --help)\b"
 )
 _SUBCOMMAND_PROGRAMS = frozenset(
     ["git", "npm", "pnpm", "yarn", "bun", "uv", "pip", "pip3", "poetry", "cargo", "go", "mix", "dotnet", "docker",
@@ -160,7 +164,15 @@ def _changes(turn: Turn, failing: str) -> bool:
     command = command_of(call)
     if command == failing:
         return False  # the same command again is the check, not the change (see _rerun_differs)
-    return bool(command) and not _READ_ONLY.match(command) and not _READ_ONLY.match(call.partition(": ")[2].lower())
+    return bool(command) and not _READ_ONLY.match(_unwrapped(call))
+
+
+def _unwrapped(call: str | None) -> str:
+    """A Bash call's command line without `cd …&&`, env assignments, sudo and the like, lower case."""
+    rest = (call or "").partition(": ")[2].strip().lower()
+    for _ in range(3):
+        rest = _WRAPPERS.sub("", rest).strip()
+    return rest
 
 
 def _explanation(turn: Turn) -> list[str]:
@@ -269,7 +281,7 @@ def fixes(turns: Sequence[Turn]) -> list[Candidate]:
 
 def _rerun_differs(turn: Turn, episode: _Episode) -> bool:
     """The failing command run again in a corrected form (other flags, another folder): itself a change."""
-    if command_of(turn.tool) != episode.command or _READ_ONLY.match(episode.command):
+    if command_of(turn.tool) != episode.command or _READ_ONLY.match(_unwrapped(episode.failing_call)):
         return False
     before, after = _tokens(episode.failing_call), _tokens(turn.tool)
     return before != after and len(before & after) >= 0.5 * len(before | after)
