@@ -73,6 +73,8 @@ _ERROR_LINE = re.compile(
     r"|no such|missing|unknown|conflict|timed? ?out|ignored",
     re.IGNORECASE,
 )
+_BANNER = re.compile(r"^[=_\-*#~]{3,}.*[=_\-*#~]{3,}$|^[=_\-*#~]{5,}$")  # "===== ERRORS ====="
+_RAISED = re.compile(r"\b[A-Z]\w*(?:Error|Exception)\b:")
 _PATH = re.compile(r"(?:[A-Za-z]:)?(?:[\w.~-]*[/\\])+([\w.-]+)")
 _NUMBER = re.compile(r"\b\d[\d_.:]*\b")
 _EDIT_TOOLS = ("Edit", "MultiEdit", "Write", "NotebookEdit")
@@ -104,15 +106,21 @@ _SUBCOMMAND_PROGRAMS = frozenset(
 
 
 def _error_line(text: str) -> str:
-    """The most telling line of an error output, without exit codes, decorations or long paths."""
+    """The most telling line of an error output, without exit codes, banners, decorations or long paths.
+
+    A raised exception ("ModuleNotFoundError: …") is preferred to the first line that merely says "error".
+    """
     lines = [ln.strip() for ln in prose(text.replace("\\n", "\n")).splitlines() if ln.strip()]
-    useful = [ln for ln in lines if not _NOISE_LINE.match(ln)]
+    useful = [ln for ln in lines if not _NOISE_LINE.match(ln) and not _BANNER.match(ln)]
     if not useful:
         return ""
-    at = next((i for i, ln in enumerate(useful) if _ERROR_LINE.search(ln)), 0)
+    at = next((i for i, ln in enumerate(useful) if _RAISED.search(ln)), None)
+    if at is None:
+        at = next((i for i, ln in enumerate(useful) if _ERROR_LINE.search(ln)), 0)
     best = useful[at]
     if best.endswith(":") and at + 1 < len(useful):  # "Pre-commit validation failed:" says little alone
         best = f"{best} {useful[at + 1]}"
+    best = re.sub(r"^E\s+", "", best)  # pytest's "E   " margin
     best = re.sub(r"^[^\w\"'`(\[]+", "", best)  # "✘ [ERROR] …" → "[ERROR] …" → below
     best = re.sub(r"^\[?(?:error|fatal|err)\]?:?\s*", "", best, flags=re.IGNORECASE)
     best = re.sub(r"^\*\*\s*", "", best)
