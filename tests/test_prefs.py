@@ -300,3 +300,13 @@ def test_real_excerpts_m_claude_3cfce0ff() -> None:
         "The user uses hyper v": "medium",
         "Always verify and run hooks": "high",
     }
+
+
+def test_keys_of_the_same_rule_in_other_words_are_recognised() -> None:
+    from memvault.reflect.mine.text import similar_keys
+
+    assert similar_keys("preference:dont-lose-users-data-databas", "preference:never-lose-users-progress-database")
+    assert not similar_keys("preference:never-use-mocks-integration", "preference:use-mocks-integration")
+    assert not similar_keys("preference:pnpm-instead-npm-scripts", "preference:npm-instead-pnpm-scripts")
+    assert not similar_keys("preference:squash-merge-pull-requests", "preference:rebase-merges-pull-requests-not")
+    assert not similar_keys("fix:lose-users-data-database", "preference:lose-users-data-database")

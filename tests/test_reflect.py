@@ -236,6 +236,17 @@ def test_same_statement_in_a_second_session_is_a_duplicate(vault: Vault, tmp_pat
     assert route["action"] == "duplicate" and route["target"] == one.written[0] and route["sessions"] == 2
 
 
+def test_the_same_rule_in_other_words_in_another_session_is_the_same_capture(vault: Vault, tmp_path: Path) -> None:
+    """Two real sessions of one user: "be careful to not lose my progress …", then "do not lose my data"."""
+    data = Path(__file__).resolve().parent / "data" / "transcripts"
+    one = runner.reflect_transcript(vault, data / "charming-58b4f056.jsonl")
+    two = runner.reflect_transcript(vault, data / "charming-e7e9024b.jsonl")
+    (first,) = one.written
+    (route,) = two.routes
+    assert route["key"] != one.routes[0]["key"]  # other words, another key …
+    assert route["action"] == "duplicate" and route["target"] == first and route["sessions"] == 2  # … the same rule
+
+
 def test_low_confidence_seen_in_three_sessions_moves_from_inbox_to_review(vault: Vault, tmp_path: Path) -> None:
     said = [ASK, PIP, ("user", "Don't add emojis to commit messages."), OK]
     actions, paths = [], []

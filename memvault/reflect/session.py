@@ -152,6 +152,8 @@ class TranscriptPass:
             report.notes.append(f"{title}: secrets were redacted before writing")
         seen = self.ledger.seen(candidate.key, session, dry=report.dry_run)
         nearest, related = self._nearest(candidate, title, body)
+        if nearest is not None and nearest.key and nearest.key in self.ledger.related(candidate.key):
+            nearest = dataclasses.replace(nearest, key=candidate.key)  # the same pattern, said in other words
         choice = router.route(
             candidate,
             sessions_seen=seen,
