@@ -143,6 +143,19 @@ def _stop_service(client: Any) -> None:
             os.kill(pid, signal.SIGTERM)
 
 
+def python_startup_ms(runs: int = 5) -> float:
+    """Median wall time of a bare `python -c pass` on this machine now: the yardstick for how loaded it is."""
+    import statistics
+    import subprocess
+
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        times.append((time.perf_counter() - start) * 1000)
+    return round(statistics.median(times), 1)
+
+
 def end_to_end(data: Path) -> dict[str, Any]:
     """Reflect the seven interactive sessions, then every transcript, into a fresh copy of the example vault.
 
@@ -174,12 +187,14 @@ def end_to_end(data: Path) -> dict[str, Any]:
             vault.reindex()
             vault.recall("warm up the query path", wait_service=30.0)
             result["warm_up_seconds"] = round(time.perf_counter() - start, 3)
+            result["python_startup_ms_before"] = python_startup_ms()
             result["seven"]["first_run"] = _reflect_all(reflect_mod, vault, seven, data)
             result["seven"]["second_run"] = _reflect_all(reflect_mod, vault, seven, data)
             result["all"]["first_run"] = _reflect_all(reflect_mod, vault, every, data)
             result["all"]["second_run"] = _reflect_all(reflect_mod, vault, every, data)
             shutil.rmtree(vault.state_dir / "reflect", ignore_errors=True)
             result["all"]["state_forgotten_run"] = _reflect_all(reflect_mod, vault, every, data)
+            result["python_startup_ms_after"] = python_startup_ms()
         finally:
             _stop_service(client)
             if old_home is None:
@@ -253,6 +268,11 @@ def print_report(result: dict[str, Any], miner_name: str, verbose: bool, heldout
         return
     print("\n## End to end (offline miner): reflect_transcript into a copy of examples/vault\n")
     print(f"index and embedding service warm-up (not reflection): {e2e['warm_up_seconds']:.2f} s")
+    base = (e2e["python_startup_ms_before"] + e2e["python_startup_ms_after"]) / 2
+    print(
+        f"machine load yardstick: `python -c pass` {e2e['python_startup_ms_before']:.0f} ms before, "
+        f"{e2e['python_startup_ms_after']:.0f} ms after (about 20 ms on an idle machine)"
+    )
     names = {
         "first_run": "first run",
         "second_run": "second run (same state)",
@@ -264,7 +284,9 @@ def print_report(result: dict[str, Any], miner_name: str, verbose: bool, heldout
         for name, label in names.items():
             if name in block:
                 run = block[name]
-                print(f"  {label}: {run['seconds']:.2f} s, {run['written']} entries written, routes {run['routes']}")
+                ratio = run["seconds"] * 1000 / base
+                print(f"  {label}: {run['seconds']:.2f} s (= {ratio:.0f}× python -c pass), {run['written']} entries "
+                      f"written, routes {run['routes']}")  # fmt: skip
                 for problem in run["errors"]:
                     print(f"    error: {problem}")
     seven = e2e["seven"]

@@ -226,6 +226,8 @@ class _Episode:
     changes: list[Turn] = field(default_factory=list)
     said: list[tuple[Turn, list[str]]] = field(default_factory=list)
     calls: int = 0
+    key: str = ""  # the fix key of its error (computed once: it runs the secret scanner)
+    probe: str = ""  # its error as found again in a later output
 
 
 def fixes(turns: Sequence[Turn]) -> list[Candidate]:
@@ -235,7 +237,7 @@ def fixes(turns: Sequence[Turn]) -> list[Candidate]:
     open_: list[_Episode] = []
 
     def confirm(episode: _Episode, by: Turn, outcome: str, confidence: str) -> None:
-        key = _fix_key(episode.problem)
+        key = episode.key
         if key not in keys and _explained(episode) and not _test_adjusted(episode):
             keys.add(key)
             out.append(_fix(episode, by, outcome, confidence, key))
@@ -246,7 +248,7 @@ def fixes(turns: Sequence[Turn]) -> list[Candidate]:
             continue
         if turn.role == "tool_error":
             started = _start(turn)
-            same = [e for e in open_ if started and _fix_key(e.problem) == _fix_key(started.problem)]
+            same = [e for e in open_ if started and e.key == started.key]
             for e in same:  # the same error again: what was changed so far did not fix it
                 e.changes, e.calls = [], 0
             command = command_of(turn.tool)
@@ -255,7 +257,7 @@ def fixes(turns: Sequence[Turn]) -> list[Candidate]:
                     confirm(e, turn, f"`{clip(turn.tool or '', 120)}` then got past this error", "low")
                     e.calls = EPISODE_CALLS + 1
             open_ = [e for e in open_ if e.calls <= EPISODE_CALLS]
-            if started and not same and _fix_key(started.problem) not in keys:
+            if started and not same and started.key not in keys:
                 open_.append(started)
             continue
         if turn.role == "user":
@@ -303,8 +305,7 @@ def _tokens(call: str | None) -> frozenset[str]:
 
 def _problem_gone(episode: _Episode, output: str) -> bool:
     """The confirming output does not show the episode's error again."""
-    probe = _error_signature(episode.problem).strip().lower()[:60]
-    return not probe or probe not in _error_signature(output).lower()
+    return not episode.probe or episode.probe not in _NUMBER.sub(" ", _PATH.sub(r"\1", output)).lower()
 
 
 def _start(turn: Turn) -> _Episode | None:
@@ -315,6 +316,7 @@ def _start(turn: Turn) -> _Episode | None:
     if len(re.findall(r"[A-Za-z]{3,}", problem)) < 2:
         return None
     episode = _Episode(turn, problem, command_of(turn.tool), turn.tool or "")
+    episode.key, episode.probe = _fix_key(problem), _error_signature(problem).strip().lower()[:60]
     remedy = [m.group(0).strip() for m in _REMEDY.finditer(turn.text.replace("\\n", "\n"))][:1]
     if remedy:  # "Run 'mix format' to fix": the error names its own remedy
         episode.said.append((turn, remedy))
@@ -327,7 +329,8 @@ def _reported(turn: Turn) -> _Episode | None:
         return None
     text = " ".join(sentences(turn.text))
     if len(text) <= 600 and _USER_PROBLEM.search(text.lower()) and not text.rstrip().endswith("?"):
-        return _Episode(turn, clip(text, 200), "", "")
+        problem = clip(text, 200)
+        return _Episode(turn, problem, "", "", key=_fix_key(problem))
     return None
 
 
