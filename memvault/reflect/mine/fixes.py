@@ -254,7 +254,7 @@ def fixes(turns: Sequence[Turn]) -> list[Candidate]:
             command = command_of(turn.tool)
             for e in open_:  # the same command now fails otherwise: the change got past this error
                 if e not in same and e.command and e.command == command and e.changes and _problem_gone(e, turn.text):
-                    confirm(e, turn, f"`{clip(turn.tool or '', 120)}` then got past this error", "low")
+                    confirm(e, turn, f"`{clip(_shown(turn.tool or ''), 120)}` then got past this error", "low")
                     e.calls = EPISODE_CALLS + 1
             open_ = [e for e in open_ if e.calls <= EPISODE_CALLS]
             if started and not same and started.key not in keys:
@@ -283,7 +283,7 @@ def fixes(turns: Sequence[Turn]) -> list[Candidate]:
                     e.changes.append(turn)
             elif turn.role == "tool_ok" and e.command and command_of(turn.tool) == e.command:
                 if e.changes and _FAILED_OUTPUT.search(turn.text) is None and _problem_gone(e, turn.text):
-                    confirm(e, turn, f"`{clip(turn.tool or '', 120)}` then succeeded", "medium")
+                    confirm(e, turn, f"`{clip(_shown(turn.tool or ''), 120)}` then succeeded", "medium")
                 e.calls = EPISODE_CALLS + 1  # it worked: fixed, or without a change (transient); either way done
         open_ = [e for e in open_ if e.calls <= EPISODE_CALLS]
     return out
@@ -341,10 +341,10 @@ def _user_confirms(turn: Turn) -> bool:
 
 def _fix(episode: _Episode, by: Turn, outcome: str, confidence: str, key: str) -> Candidate:
     said = [s for _, ss in episode.said[-3:] for s in ss if s not in episode.problem]
-    changed = list(dict.fromkeys(clip(t.tool or t.text, 160) for t in episode.changes[-3:]))
+    changed = list(dict.fromkeys(clip(_shown(t.tool or t.text), 160) for t in episode.changes[-3:]))
     lines = [f"**Error:** {episode.problem}"]
     if episode.failing_call:
-        lines.append(f"**While running:** `{clip(episode.failing_call, 160)}`")
+        lines += ["", f"**While running:** `{clip(_shown(episode.failing_call), 160)}`"]
     if said:
         lines += ["", f"**Why, and what fixed it:** {clip(' '.join(dict.fromkeys(said)), 700)}"]
     lines += ["", "**The change:** " + "; ".join(f"`{c}`" for c in changed), "", f"**Confirmed:** {outcome}"]
@@ -359,3 +359,8 @@ def _fix(episode: _Episode, by: Turn, outcome: str, confidence: str, key: str) -
         "error-change-confirmed" if episode.command else "reported-change-confirmed",
         key,
     )
+
+
+def _shown(call: str) -> str:
+    """A call as a person reads it: the command itself for Bash, else "Edit path"."""
+    return call.removeprefix("Bash: ")
