@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from memvault.reflect.transcript import Turn
 
-from .text import KEY_STOP, QUOTE_CHARS, WORD, Candidate, clip, make_key, quote, sentences, turn_ref
+from .text import KEY_STOP, QUOTE_CHARS, WORD, Candidate, clip, make_key, quote, sentences, stem, turn_ref
 from .userwords import canonical, rule_title, user_sentences
 
 _TASK_SCOPED = re.compile(
@@ -300,15 +300,8 @@ def _content(text: str) -> tuple[set[str], set[str]]:
     """(distinctive word stems, names like relation.app) of a text."""
     low = canonical(text)
     names = set(_NAME.findall(low))
-    stems = {_stem(w) for w in re.findall(r"[a-z][a-z']+", low) if w not in _GENERIC and w not in KEY_STOP}
+    stems = {stem(w) for w in re.findall(r"[a-z][a-z']+", low) if w not in _GENERIC and w not in KEY_STOP}
     return stems - {""}, names
-
-
-def _stem(word: str) -> str:
-    word = word.removesuffix("'s")
-    if len(word) > 2 and word.endswith("s") and not word.endswith("ss"):
-        word = word[:-1]
-    return word[:5] if len(word) > 1 else ""
 
 
 def _merge(found: list[_Statement]) -> list[_Statement]:

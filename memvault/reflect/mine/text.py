@@ -170,11 +170,16 @@ def similar_keys(a: str, b: str) -> bool:
 def _key_words(slug: str) -> list[str]:
     out = []
     for word in slug.split("-"):
-        if word in KEY_STOP and word not in _NEGATIONS:
-            continue
         if word in _NEGATIONS:
-            word = "not"
-        elif len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-            word = word[:-1]
-        out.append(word[:5])
+            out.append("not")
+        elif word not in KEY_STOP and stem(word):
+            out.append(stem(word))
     return out
+
+
+def stem(word: str) -> str:
+    """A crude stem for comparing statements: no "'s" or plural s, the first five letters ("" for one letter)."""
+    word = word.removesuffix("'s")
+    if len(word) > 2 and word.endswith("s") and not word.endswith("ss"):
+        word = word[:-1]
+    return word[:5] if len(word) > 1 else ""
