@@ -1,10 +1,10 @@
-"""Benchmark reflection on the shared Claude Code transcripts: reader coverage, miner quality, end-to-end speed.
+"""Benchmark reflection on real Claude Code transcripts: reader coverage, miner quality, end-to-end speed.
 
     python scripts/bench_reflect.py [--data DIR] [--labels FILE] [--miner offline|claude] [--verbose] [--json]
 
-The transcripts are large and not part of the repository: by default they are read from
-`../shared/data/claude-code-transcripts` beside the checkout, or from --data DIR. Without them the
-benchmark says so in one line and exits 0.
+DIR holds the transcripts the labels name, megabytes of real sessions not carried in the repository:
+--data DIR, else $MEMVAULT_BENCH_DATA/claude-code-transcripts (the sources are listed in
+tests/data/README.md). Without it the benchmark prints one `skipped:` line and exits 0.
 
 1. Reader: for every transcript, lines read, lines parsed into turns, lines skipped by reason, turns,
    candidates; then the time to parse and mine all of them.
@@ -43,11 +43,11 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "scripts"))
 
+import bench_data  # noqa: E402
 from reflect_score import CATEGORIES, ROUTES, score  # noqa: E402
 
 from memvault.reflect import miner, transcript  # noqa: E402
 
-DATA = REPO.parent / "shared" / "data" / "claude-code-transcripts"
 LABELS = REPO / "scripts" / "data" / "reflect_labels.json"
 EXAMPLE_VAULT = REPO / "examples" / "vault"
 SEVEN = ("tonyandrewmeyer-charming-with-claude", "M-Thisness-M-Claude")  # the real interactive sessions' folders
@@ -310,7 +310,7 @@ def windows_report(data: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--data", type=Path, help="the transcripts folder (default: $MEMVAULT_BENCH_DATA/…)")
     parser.add_argument("--labels", type=Path, default=LABELS)
     parser.add_argument("--miner", choices=("offline", "claude"), default="offline")
     parser.add_argument("--windows", action="store_true", help="print what the Claude miner would send; no call")
@@ -319,9 +319,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument("--no-e2e", action="store_true", help="skip the end-to-end reflection run")
     args = parser.parse_args(argv)
-    if not args.data.is_dir() or not files(args.data):
-        print(f"skipped: no transcripts at {args.data} (give --data DIR: the shared claude-code-transcripts folder)")
-        return 0
+    args.data = bench_data.require(args.data, bench_data.TRANSCRIPTS, "--data", "the Claude Code transcripts")
     if args.windows:
         windows_report(args.data)
         return 0

@@ -13,10 +13,8 @@ from memvault.reflect import miner, transcript
 from memvault.reflect.miner import Candidate
 from memvault.reflect.transcript import Turn
 
-from .conftest import SHARED_DATA
+from .conftest import TRANSCRIPTS
 
-TRANSCRIPTS = SHARED_DATA / "claude-code-transcripts"
-DATA = Path(__file__).resolve().parent / "data" / "transcripts"
 GITHUB_TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
 
 
@@ -364,7 +362,7 @@ def test_bodies_carry_no_wrapper_xml() -> None:
 
 def test_empty_and_deterministic() -> None:
     assert miner.mine([]) == []
-    turns = transcript.read(DATA / "charming-0a0eb7b7.jsonl", tools=True).turns
+    turns = transcript.read(TRANSCRIPTS / "charming-with-claude/0a0eb7b7-excerpt.jsonl", tools=True).turns
     assert miner.mine(turns) == miner.mine(list(turns))
 
 

@@ -1,12 +1,11 @@
 """The offline preference miner: the many ways people state lasting rules and corrections, and what is not one.
 
 Phrasings are written like the ones in real sessions (lower case, typos, lists, run-on sentences);
-`tests/data/transcripts/` holds short excerpts of two real authors' sessions (see SOURCE.md there).
+`tests/data/transcripts/charming-with-claude/` and `m-claude/` hold short excerpts of two real authors'
+sessions (sources and licences in tests/data/README.md).
 """
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 
@@ -15,7 +14,7 @@ from memvault.reflect.mine import placeholders, userwords
 from memvault.reflect.miner import Candidate
 from memvault.reflect.transcript import Turn
 
-DATA = Path(__file__).resolve().parent / "data" / "transcripts"
+from .conftest import TRANSCRIPTS
 
 
 def convo(*turns: tuple[str, str]) -> list[Turn]:
@@ -253,7 +252,7 @@ def test_local_paths_and_user_names_become_placeholders() -> None:
 
 
 def test_captures_carry_no_local_paths_or_user_names() -> None:
-    turns = transcript.read(DATA / "m-claude-3cfce0ff.jsonl", tools=True)
+    turns = transcript.read(TRANSCRIPTS / "m-claude/3cfce0ff-excerpt.jsonl", tools=True)
     turns.turns.append(Turn("user", r"never touch C:\Users\Mischa\Documents\M-Claude\.git\hooks by hand", 9, "x",
                             None, False))  # fmt: skip
     cands = miner.mine(turns.turns, project=turns.cwd)
@@ -265,12 +264,12 @@ def test_captures_carry_no_local_paths_or_user_names() -> None:
 
 
 def mined(name: str) -> dict[str, Candidate]:
-    read = transcript.read(DATA / name, tools=True)
+    read = transcript.read(TRANSCRIPTS / name, tools=True)
     return {c.title: c for c in miner.mine(read.turns, project=read.cwd)}
 
 
 def test_real_excerpts_charming_0a0eb7b7() -> None:
-    got = mined("charming-0a0eb7b7.jsonl")
+    got = mined("charming-with-claude/0a0eb7b7-excerpt.jsonl")
     assert {t: (c.evidence, c.confidence) for t, c in got.items()} == {
         "Do not create any pr or issue without the user's explicit approval": (("L1", "L5", "L23"), "high"),
         "Logging should never use f-strings": (("L9",), "high"),
@@ -285,14 +284,14 @@ def test_real_excerpts_charming_0a0eb7b7() -> None:
 
 
 def test_real_excerpts_the_same_rule_in_two_sessions() -> None:
-    first = mined("charming-58b4f056.jsonl")
-    second = mined("charming-e7e9024b.jsonl")
+    first = mined("charming-with-claude/58b4f056-excerpt.jsonl")
+    second = mined("charming-with-claude/e7e9024b-excerpt.jsonl")
     assert list(first) == ["Never lose the user's progress in the database"]  # not "no, keep as is"
     assert list(second) == ["Do not lose the user's data in the databas"]
 
 
 def test_real_excerpts_m_claude_3cfce0ff() -> None:
-    got = mined("m-claude-3cfce0ff.jsonl")
+    got = mined("m-claude/3cfce0ff-excerpt.jsonl")
     assert {t: c.confidence for t, c in got.items()} == {
         "The user signs in with a FIDO2 NIST AAL3": "medium",
         "The user is not entirely comfortable with M$ Spynet": "high",

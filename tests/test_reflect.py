@@ -14,9 +14,8 @@ from memvault import open_vault
 from memvault.reflect import runner
 from memvault.vault.core import Vault
 
-from .conftest import SHARED_DATA, snapshot
+from .conftest import TRANSCRIPTS, snapshot
 
-TRANSCRIPTS = SHARED_DATA / "claude-code-transcripts"
 P = "MemoryVault/personal-private/"
 
 
@@ -58,9 +57,10 @@ def captured(vault: Vault) -> dict[str, bytes]:
 
 def test_real_transcripts_no_crash_provenance_and_second_pass_adds_nothing(vault: Vault) -> None:
     before = captured(vault)
+    n = len(runner.corpus_files(TRANSCRIPTS))  # 14 real transcripts, 4 excerpts of real interactive sessions
     first = runner.reflect_corpus(vault, TRANSCRIPTS)
-    assert first.files == 14 and not first.errors and not first.halted
-    assert first.reflected == 14 and first.written, "the real transcripts hold at least a few captures"
+    assert first.files == n == 18 and not first.errors and not first.halted
+    assert first.reflected == n and first.written, "the real transcripts hold at least a few captures"
     for rel in first.written:
         meta = vault.read(rel).note.meta
         assert meta["source"] and meta["confidence"] in ("high", "medium", "low") and meta["rule"]
@@ -69,13 +69,13 @@ def test_real_transcripts_no_crash_provenance_and_second_pass_adds_nothing(vault
     after_first = captured(vault)
     assert set(after_first) - set(before) == set(first.written)
     second = runner.reflect_corpus(vault, TRANSCRIPTS)
-    assert second.written == [] and second.unchanged == 14 and captured(vault) == after_first
+    assert second.written == [] and second.unchanged == n and captured(vault) == after_first
     # Even with the cursors forgotten, the per-transcript records and duplicate detection add nothing.
     for state in (vault.state_dir / "reflect" / "transcripts").glob("*.json"):
         data = json.loads(state.read_text())
         state.write_text(json.dumps({"keys": data["keys"]}))
     third = runner.reflect_corpus(vault, TRANSCRIPTS)
-    assert third.written == [] and third.reflected == 14 and captured(vault) == after_first
+    assert third.written == [] and third.reflected == n and captured(vault) == after_first
     assert runner.last_run(vault) is not None
 
 
@@ -238,9 +238,8 @@ def test_same_statement_in_a_second_session_is_a_duplicate(vault: Vault, tmp_pat
 
 def test_the_same_rule_in_other_words_in_another_session_is_the_same_capture(vault: Vault, tmp_path: Path) -> None:
     """Two real sessions of one user: "be careful to not lose my progress …", then "do not lose my data"."""
-    data = Path(__file__).resolve().parent / "data" / "transcripts"
-    one = runner.reflect_transcript(vault, data / "charming-58b4f056.jsonl")
-    two = runner.reflect_transcript(vault, data / "charming-e7e9024b.jsonl")
+    one = runner.reflect_transcript(vault, TRANSCRIPTS / "charming-with-claude/58b4f056-excerpt.jsonl")
+    two = runner.reflect_transcript(vault, TRANSCRIPTS / "charming-with-claude/e7e9024b-excerpt.jsonl")
     (first,) = one.written
     (route,) = two.routes
     assert route["key"] != one.routes[0]["key"]  # other words, another key …
