@@ -109,8 +109,20 @@ def quality(mined: dict[str, list[miner.Candidate]], labels: dict[str, Any]) -> 
     return out
 
 
+def _service_cpu(client: Any) -> float | None:
+    """CPU seconds the warm embedding service has used so far (Linux /proc), or None."""
+    pid = (client.read_info() or {}).get("pid")
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+
+
 def _reflect_all(reflect_mod: Any, vault: Any, paths: list[Path], data: Path) -> dict[str, Any]:
-    start = time.perf_counter()
+    from memvault.recall import client
+
+    start, cpu, service = time.perf_counter(), time.process_time(), _service_cpu(client)
     written, routes, errors = 0, Counter(), []
     for path in paths:
         try:
@@ -120,8 +132,11 @@ def _reflect_all(reflect_mod: Any, vault: Any, paths: list[Path], data: Path) ->
             continue
         written += len(report.written)
         routes.update(str(r.get("action")) for r in report.routes)
+    service_after = _service_cpu(client)
     return {
         "seconds": round(time.perf_counter() - start, 3),
+        "cpu_seconds": round(time.process_time() - cpu, 3),  # this process: reading, mining, routing, writing
+        "service_cpu_seconds": round(service_after - service, 3) if None not in (service, service_after) else None,
         "written": written,
         "routes": dict(routes),
         "errors": errors,
@@ -285,8 +300,10 @@ def print_report(result: dict[str, Any], miner_name: str, verbose: bool, heldout
             if name in block:
                 run = block[name]
                 ratio = run["seconds"] * 1000 / base
-                print(f"  {label}: {run['seconds']:.2f} s (= {ratio:.0f}× python -c pass), {run['written']} entries "
-                      f"written, routes {run['routes']}")  # fmt: skip
+                cpu = run["cpu_seconds"] + (run["service_cpu_seconds"] or 0.0)
+                print(f"  {label}: {run['seconds']:.2f} s (= {ratio:.0f}× python -c pass; CPU {cpu:.2f} s, of which "
+                      f"the embedding service {run['service_cpu_seconds']} s), {run['written']} entries written, "
+                      f"routes {run['routes']}")  # fmt: skip
                 for problem in run["errors"]:
                     print(f"    error: {problem}")
     seven = e2e["seven"]
