@@ -1,6 +1,7 @@
 """One reflection pass over one transcript: mine what is new, route each candidate, write it; the pass's Report.
 
-Just over 400 lines: the pass's steps (read, mine, find the nearest note, route, write) read top to bottom.
+Just over 400 lines: the pass's steps (read, mine, find the nearest note, route, write) read top to bottom;
+how alike two texts are in words is `likeness`.
 """
 
 from __future__ import annotations
@@ -8,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import hashlib
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,14 +17,13 @@ from typing import Any
 from memvault import paths
 from memvault.errors import InvalidNote, MemvaultError, SafetyError
 from memvault.ideas import incubator
-from memvault.index import chunking
 from memvault.index.schema import place
 from memvault.recall import search as recall_mod
 from memvault.store import disk, notes, privacy, secrets
 from memvault.store.model import INCUBATOR
 from memvault.vault.core import Vault
 
-from . import router
+from . import likeness, router
 from .state import Ledger, TranscriptState
 
 RECALL_BUDGET_MS = 5_000
@@ -186,7 +185,7 @@ class TranscriptPass:
         if candidate.category == "idea":
             related = self._related(title, body)  # first: it is the recall that may wait for the service
             return self._nearest_idea(candidate, title, body), related
-        query = f"{title}\n\n{_statement(body)}"
+        query = f"{title}\n\n{likeness.statement(body)}"
         try:
             result = self._recall(query, 5, include_inbox=True)
         except (MemvaultError, OSError) as exc:
@@ -197,10 +196,10 @@ class TranscriptPass:
         hit = result.hits[0]
         keyword_only = result.mode == "keyword" or hit.vec_score == 0.0
         text = self._text(hit.path)
-        similarity = term_share(query, text) if keyword_only else hit.vec_score
+        similarity = likeness.term_share(query, text) if keyword_only else hit.vec_score
         nearest = self._describe(hit.path, hit.title, similarity, "keyword" if keyword_only else "cosine")
         duplicate_at, _ = self.thresholds.band(nearest)
-        if similarity >= duplicate_at and changes_its_mind(query, text):  # close in words, opposite in meaning
+        if similarity >= duplicate_at and likeness.changes_its_mind(query, text):  # close in words, not in meaning
             nearest = dataclasses.replace(nearest, similarity=round(duplicate_at - 0.01, 2))
         return nearest, []
 
@@ -348,14 +347,6 @@ class TranscriptPass:
         return name
 
 
-_PROVENANCE = re.compile(r"^(?:— the user, L\d+|Said (?:in reply to the agent: .*|\d+ times in this session\.))$", re.M)
-
-
-def _statement(body: str) -> str:
-    """A capture's text without its provenance lines, which every capture shares ("— the user, L12")."""
-    return _PROVENANCE.sub("", body).strip()
-
-
 def _iso(value: Any) -> str | None:
     if value is None:
         return None
@@ -424,39 +415,4 @@ def _similarities(query: str, texts: list[str]) -> tuple[list[float], str]:
     if reply is not None:
         vectors = [array("f", blob) for blob in reply.vectors]  # L2-normalised float32
         return [sum(a * b for a, b in zip(vectors[0], v, strict=True)) for v in vectors[1:]], "cosine"
-    return [term_share(query, text) for text in texts], "keyword"
-
-
-_CONTRAST = re.compile(
-    r"\b(?:not|never|instead of|rather than|no longer|no more|over)\s+(?:the\s+|a\s+)?([\w.-]+)", re.IGNORECASE
-)
-
-
-_RULE_WORDS = frozenset(
-    ["never", "always", "instead", "rather", "from", "now", "only", "please", "should", "must", "don't", "dont",
-     "anymore", "longer", "more", "use", "using", "prefer", "prefers", "user", "users", "said", "times", "session"]
-)  # fmt: skip
-
-
-def changes_its_mind(statement: str, note: str) -> bool:
-    """Whether `statement` turns away from something `note` says for something new ("rebase, not squash").
-
-    Embeddings place "use rebase merges, not squash" next to "always squash merge": both talk about
-    squash merges. A statement that sets a term of the note aside and brings a term the note lacks is a
-    change of mind (a supersede proposal), not the same entry again.
-    """
-    have = set(chunking.query_terms(note, limit=100_000))
-    dropped = {m.group(1).lower() for m in _CONTRAST.finditer(statement)}
-    if not dropped & have:
-        return False
-    said = set(chunking.query_terms(statement, limit=400)) - _RULE_WORDS
-    return bool({t for t in said - have - dropped if len(t) >= 4 and not t.isdigit()})
-
-
-def term_share(query: str, text: str) -> float:
-    """The share of the query's search terms that occur in `text` (keyword-only duplicate measure)."""
-    wanted = set(chunking.query_terms(query, limit=400))
-    if not wanted:
-        return 0.0
-    have = set(chunking.query_terms(text, limit=100_000))
-    return len(wanted & have) / len(wanted)
+    return [likeness.term_share(query, text) for text in texts], "keyword"

@@ -7,6 +7,8 @@ spans), tool results, meta lines and slash-command wrappers never reach a user o
 reflection does not re-ingest its own output or tool noise. With `tools=True` the agent's tool calls
 and their successful results are kept too, as short `tool_call` and `tool_ok` turns naming the call
 ("Bash: pytest -q", "Edit src/app.py"): what a fix episode needs to see the change and its check.
+
+Just over 400 lines: one reader, one function per kind of line, read top to bottom.
 """
 
 from __future__ import annotations
