@@ -200,7 +200,7 @@ def end_to_end(data: Path) -> dict[str, Any]:
             vault = open_vault(root)
             start = time.perf_counter()
             vault.reindex()
-            vault.recall("warm up the query path", wait_service=30.0)
+            vault.recall("warm up the query path", wait_service=180.0)  # the model loads slowly on a busy machine
             result["warm_up_seconds"] = round(time.perf_counter() - start, 3)
             result["python_startup_ms_before"] = python_startup_ms()
             result["seven"]["first_run"] = _reflect_all(reflect_mod, vault, seven, data)
