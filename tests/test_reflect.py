@@ -405,3 +405,12 @@ def test_the_llm_miner_runs_once_on_the_final_pass(
     final = runner.reflect_transcript(vault, path, final=True)  # SessionEnd, the CLI, --corpus
     assert not final.deferred and asked == ["claude"] and final.miner == "claude"
     assert runner.pending_bytes(vault, path) == 0
+
+
+def test_the_hook_log_record_says_which_miner_ran_and_why(vault: Vault, tmp_path: Path) -> None:
+    from memvault.hooks import jobs
+
+    path = write_transcript(tmp_path / "s.jsonl", "sess-1", [ASK, PIP, UV, OK])
+    record = jobs.reflect_session(vault, "sess-1", path, final=True)
+    assert (record["miner"], record["miner_reason"]) == ("offline", "reflection.miner is offline")
+    assert record["claude_calls"] is None and len(record["written"]) == 1
