@@ -106,7 +106,7 @@ def install(
         out.print("dry run: nothing was written")
     else:
         out.print("installed; Claude Code picks up the hooks in new sessions")
-    out.print(_reflection_line())
+    out.print(_reflection_line(), soft_wrap=True)
     _next_step(plan)
 
 
