@@ -162,7 +162,8 @@ def parse_skill(location: Location, text: str, digest: str) -> Skill:
         if value is not None and not isinstance(value, (str, int, float)):
             raise MemvaultError(f"frontmatter `{key}` is a {type(value).__name__}, not text", code="invalid_skill")
     name = _text(meta.get("name")) or location.dir_name
-    description = _text(meta.get("description")) or notes.first_paragraph(note.body, DESCRIPTION_CHARS)
+    body = privacy.strip_private(note.body)
+    description = _text(meta.get("description")) or notes.first_paragraph(body, DESCRIPTION_CHARS)
     if location.scope == "plugin":
         command = f"/{location.plugin}:{_text(meta.get('name')) or location.dir_name}"
     else:
@@ -174,7 +175,7 @@ def parse_skill(location: Location, text: str, digest: str) -> Skill:
         when_to_use=_text(meta.get("when_to_use")) or None,
         command=command,
         digest=f"sha256:{digest}",
-        excerpt=excerpt(note.body),
+        excerpt=excerpt(body),
     )
 
 
@@ -195,7 +196,7 @@ def excerpt(body: str, limit: int = EXCERPT_CHARS) -> str:
 
 
 def _text(value: Any) -> str:
-    return " ".join(str(value).split()) if value is not None else ""
+    return " ".join(privacy.strip_private(str(value)).split()) if value is not None else ""
 
 
 # ---- the entry ------------------------------------------------------------------------------------

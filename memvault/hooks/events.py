@@ -248,8 +248,11 @@ def _recall(root: Path, folder: str, prompt: str, settings: dict[str, Any], extr
 
 
 def _excerpt(prompt: str) -> str:
-    """The start of the prompt for the log, secrets redacted (the scanner loads only when one may be there)."""
-    text = " ".join(prompt[: PROMPT_CHARS * 2].split())
+    """The start of the prompt for the log: `<private>` spans removed, secrets redacted (the scanner loads only
+    when one may be there)."""
+    from memvault.store import privacy
+
+    text = " ".join(privacy.strip_private(prompt[: PROMPT_CHARS * 4]).split())
     if _MAYBE_SECRET.search(text):
         from memvault.store import secrets
 

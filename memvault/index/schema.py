@@ -112,10 +112,17 @@ def _created(conn: Connection) -> None:
     conn.execute("UPDATE notes SET mtime_ns = 0, hash = ''")  # the next sync re-reads every note to fill it in
 
 
+def _reread(conn: Connection) -> None:
+    # One definition of "private" (store.privacy): titles lose <private> spans, and `private: yes`,
+    # `"true"` or a flag after a comment now hide a note. The next sync re-reads every note.
+    conn.execute("UPDATE notes SET mtime_ns = 0, hash = ''")
+
+
 MIGRATIONS: list[db.Migration] = [
     ("0001_core", _core),
     ("0002_recalls", _recalls),
     ("0003_unembedded", _pending_index),
     ("0004_recall_cursor", _recall_cursor),
     ("0005_created", _created),
+    ("0006_privacy_reread", _reread),
 ]

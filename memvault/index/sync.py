@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Protocol
 
 from memvault.errors import MemvaultError
-from memvault.store import disk, model, notes, safety
+from memvault.store import disk, model, notes, privacy, safety
 
 from . import chunking, db
 from .core import Index
@@ -55,7 +55,7 @@ class Layout:
             group=group,
             tags=tuple(str(t).lstrip("#") for t in model.as_list(meta.get("tags")) if t is not None),
             always_load=meta.get("always_load") is True or area == model.ALWAYS_LOAD,
-            private=meta.get("private") is True,
+            private=privacy.note_is_private(meta, note.frontmatter),
             updated=model.to_str(meta.get("updated")),
             in_memory=in_memory,
             area=area,
