@@ -67,6 +67,15 @@ RULES: tuple[tuple[str, re.Pattern[str], int | str], ...] = (
         ),
         0,
     ),
+    (  # the armour and body of a key whose END line is missing (cut off, or a file read only in part)
+        "private_key",
+        re.compile(
+            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----\s*"
+            r"(?:[A-Za-z][\w-]*:[^\n]*\s*)*"  # armour headers (Proc-Type:, Version:)
+            r"(?:(?:>[ \t]*)?[A-Za-z0-9+/=]{16,}(?:\s+|\Z))+"  # body lines, also quoted or joined into one line
+        ),
+        0,
+    ),
     ("aws_access_key_id", re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"), 0),
     (
         "aws_secret_access_key",
