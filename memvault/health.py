@@ -19,6 +19,7 @@ from memvault.index import catalog, embed
 from memvault.recall import analytics
 from memvault.reflect import review as review_mod
 from memvault.reflect import runner
+from memvault.reflect.state import Failures
 from memvault.store import disk, journal
 from memvault.store.model import ALWAYS_LOAD, ARCHIVE, INBOX, INCUBATOR, REVIEW, Entry, as_datetime
 from memvault.text import plural
@@ -80,6 +81,7 @@ def check(vault: Vault, *, service: bool = True, now: dt.datetime | None = None,
         problems.append(f"{vault.folder}/ does not exist in the vault: run `memvault init`")
     for path in journal.conflicts(vault.journal_dir):
         problems.append(f"an interrupted write could not be finished because the notes changed since: {path}")
+    _reflection_failures(vault, problems, warnings)
     copies = [rel for rel in listing.notes if disk.is_conflict_copy(rel)]
     if copies:
         warnings.append(f"{plural(len(copies), 'sync conflict copy')}: merge them by hand, then delete the copy")
@@ -121,6 +123,20 @@ def check(vault: Vault, *, service: bool = True, now: dt.datetime | None = None,
         problems=problems,
         warnings=warnings,
     )
+
+
+def _reflection_failures(vault: Vault, problems: list[str], warnings: list[str]) -> None:
+    """Transcripts whose reflection keeps failing: quarantined ones are a problem, others a warning."""
+    for row in Failures.load(vault).rows():
+        where = f"{row.get('transcript')} (session {row.get('session') or '?'})"
+        if row.get("quarantined"):
+            problems.append(
+                f"reflection of {where} is quarantined after {row.get('failures')} failed passes ({row.get('error')});"
+                f" retry with `memvault reflect --session {row.get('transcript')}`"
+            )
+        else:
+            warnings.append(f"reflection of {where} failed {plural(int(row.get('failures') or 0), 'time')}:"
+                            f" {row.get('error')}")  # fmt: skip
 
 
 def _last_reflection(vault: Vault) -> dt.datetime | None:

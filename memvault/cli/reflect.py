@@ -53,9 +53,15 @@ def reflect(state: State, session: Path | None, corpus: str | None, dry_run: boo
         _corpus(vault, folder, dry_run, as_json)
         return
     transcript = session or _newest_transcript()
-    if not transcript.is_file():
+    try:
+        found = transcript.is_file()
+    except OSError as exc:  # a name too long for the file system, a loop of symlinks…
+        why = f"cannot open the transcript {str(transcript)[:200]}: {exc.strerror}"
+        raise MemvaultError(why, code="missing") from None
+    if not found:
         raise MemvaultError(f"no transcript at {transcript}", code="missing")
-    report = reflect_mod.reflect_transcript(vault, transcript, dry_run=dry_run, final=True)
+    # Asked for by name: a quarantined transcript is tried again.
+    report = reflect_mod.reflect_transcript(vault, transcript, dry_run=dry_run, final=True, retry=True)
     counts = review_mod.counts(vault)
     if as_json:
         print_json({**report.as_dict(), "warnings": list(counts.warnings)})
@@ -95,6 +101,8 @@ def _corpus(vault: Vault, folder: Path, dry_run: bool, as_json: bool) -> None:
     )
     for path, problem in report.errors.items():
         err.print(f"[yellow]warning:[/] {escape(path)}: {escape(problem)}")
+    for path in report.quarantined:
+        err.print(f"[yellow]quarantined:[/] {escape(path)} failed repeatedly; retry: memvault reflect --session PATH")
     if report.halted:
         err.print(f"[yellow]halted:[/] {'another reflection is running' if report.busy else 'the STOP file exists'}; "
                   "run the same command again to resume")  # fmt: skip

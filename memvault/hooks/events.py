@@ -141,7 +141,7 @@ def session_start(payload: dict[str, Any], settings: dict[str, Any], record: dic
     runtime.save_injected(session, {"always": shown, "recalled": kept})
     record.update(injected=[{"path": p} for p in shown], always_load=len(entries))
     cwd = info["cwd"]
-    _background("start", *(["--project", cwd] if cwd and Path(cwd).is_absolute() else []))
+    _background("start", *([f"--project={cwd}"] if cwd and Path(cwd).is_absolute() else []))
     notes = [f"Loaded {plural(len(shown), 'MemoryVault always-load entry')}"] if shown else []
     counts = inject.pending_counts(root, folder)
     if counts["review"]:
@@ -285,7 +285,7 @@ def idle(payload: dict[str, Any], settings: dict[str, Any], record: dict[str, An
     _vault(settings)
     args = ["idle"]
     if _text(payload, "session_id") and _text(payload, "transcript_path"):
-        args += ["--session", _session(payload), "--transcript", _text(payload, "transcript_path")]
+        args += [f"--session={_session(payload)}", f"--transcript={_text(payload, 'transcript_path')}"]
     _background(*args)
     record["scheduled"] = "idle sweep"
     return None
@@ -298,7 +298,8 @@ def _schedule_reflection(payload: dict[str, Any], settings: dict[str, Any], *, f
     transcript = _text(payload, "transcript_path")
     if not transcript:
         raise Skip("no transcript_path in the event")
-    args = ["reflect", "--session", _session(payload), "--transcript", transcript]
+    # `--opt=value`: a session id or path starting with "-" must not be read as an option
+    args = ["reflect", f"--session={_session(payload)}", f"--transcript={transcript}"]
     _background(*args, *(["--final"] if final else []))
 
 

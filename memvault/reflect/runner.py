@@ -29,12 +29,12 @@ from pathlib import Path
 from typing import Any
 
 from memvault import paths, runtime
-from memvault.errors import MemvaultError
+from memvault.errors import VaultBusy
 from memvault.store import disk
 from memvault.vault.core import Vault
 
 from .session import Report, TranscriptPass
-from .state import TranscriptState, read_json, state_dir, write_json
+from .state import Failures, TranscriptState, read_json, state_dir, write_json
 
 __all__ = [
     "CorpusReport",
@@ -64,6 +64,7 @@ class CorpusReport:
     candidates: int = 0
     written: list[str] = field(default_factory=list)
     errors: dict[str, str] = field(default_factory=dict)
+    quarantined: list[str] = field(default_factory=list)  # left alone after failing again and again
     halted: bool = False
     busy: bool = False
     dry_run: bool = False
@@ -99,9 +100,20 @@ def pending_bytes(vault: Vault, transcript: Path) -> int:
 
 
 def reflect_transcript(
-    vault: Vault, transcript: Path, *, session_id: str | None = None, dry_run: bool = False, final: bool = False
+    vault: Vault,
+    transcript: Path,
+    *,
+    session_id: str | None = None,
+    dry_run: bool = False,
+    final: bool = False,
+    retry: bool = False,
 ) -> Report:
-    """Reflect what is new in one transcript; see the module docstring."""
+    """Reflect what is new in one transcript; see the module docstring.
+
+    A pass that fails is recorded (`state.Failures`) and its error re-raised; after
+    `state.QUARANTINE_AFTER` failures in a row the transcript is quarantined and later calls return
+    at once with `quarantined` set, unless `retry` (an explicit request from the user).
+    """
     started = time.monotonic()
     miner_name = vault.config.reflection.miner
     report = Report(str(transcript), session_id, miner_name, dry_run=dry_run)
@@ -115,7 +127,21 @@ def reflect_transcript(
         if not held:
             report.busy = True
             return _done(report, started)
-        TranscriptPass(vault, transcript, report, final=final, wait_service=WAIT_SERVICE_S).run()
+        failures = Failures.load(vault)
+        if failures.quarantined(transcript) and not retry:
+            report.quarantined = True
+            return _done(report, started)
+        try:
+            TranscriptPass(vault, transcript, report, final=final, wait_service=WAIT_SERVICE_S).run()
+        except (KeyboardInterrupt, VaultBusy):
+            raise  # not the transcript's fault
+        except Exception as exc:
+            if not dry_run:
+                row = failures.record(transcript, report.session_id or session_id, f"{type(exc).__name__}: {exc}")
+                report.quarantined = bool(row["quarantined"])
+            raise
+        if not dry_run:
+            failures.clear(transcript)
     if not (dry_run or report.halted):
         write_json(state_dir(vault) / "last_run.json", {"time": time.time(), "transcript": str(transcript)})
     return _done(report, started)
@@ -145,8 +171,13 @@ def reflect_corpus(
             continue
         try:
             one = reflect_transcript(vault, path, dry_run=dry_run, final=True)
-        except (MemvaultError, OSError, ValueError) as exc:
-            report.errors[str(path)] = f"{type(exc).__name__}: {exc}"
+        except VaultBusy:
+            raise
+        except Exception as exc:  # this file only: the corpus goes on
+            report.errors[str(path)] = f"{type(exc).__name__}: {exc}"[:500]
+            continue
+        if one.quarantined:
+            report.quarantined.append(str(path))
             continue
         report.reflected += 1
         report.candidates += one.candidates

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memvault import paths
+from memvault import fault, paths
 from memvault.errors import InvalidNote, MemvaultError, SafetyError
 from memvault.ideas import incubator
 from memvault.index import chunking
@@ -49,6 +49,7 @@ class Report:
     ms: float = 0.0
     busy: bool = False  # another reflection held the lock for reflect.LOCK_WAIT_S: nothing was done
     deferred: bool = False  # reflection.miner is "claude" and this was not the final pass: left for it
+    quarantined: bool = False  # the transcript failed again and again: left alone (see state.Failures)
     notes: list[str] = field(default_factory=list)  # dropped candidates (secrets), warnings
 
     def as_dict(self) -> dict[str, Any]:
@@ -71,26 +72,34 @@ class TranscriptPass:
         self.synced = False
 
     def run(self) -> None:
+        """Read and reflect the transcript from the cursor to its end, one bounded read at a time."""
+        size = self.path.stat().st_size
+        if self.state.offset > size:  # the file was replaced by a shorter one: start over (routed keys stay)
+            self.state.reset()
+        while self._run_once() and not (self.report.halted or self.report.dry_run):
+            pass
+
+    def _run_once(self) -> bool:
+        """One bounded read (`transcript.READ_BYTES`) mined and written; True when more is left to read."""
         from . import miner, transcript
 
         report, state = self.report, self.state
-        size = self.path.stat().st_size
-        if state.offset > size:  # the file was replaced by a shorter one: start over (routed keys stay)
-            state.reset()
+        fault.checkpoint(f"reflecting {self.path.name}")
         read = transcript.read(self.path, transcript.Cursor(state.context_offset, state.context_line))
         report.session_id = report.session_id or read.session_id or self.path.stem
-        report.skipped_lines = dict(read.skipped)
+        for reason, count in read.skipped.items():
+            report.skipped_lines[reason] = report.skipped_lines.get(reason, 0) + count
         turns = [dataclasses.replace(t, text=privacy.strip_private(t.text)) for t in read.turns]
         new_turns = [t for t in turns if t.line > state.line]
-        report.turns = len(new_turns)
+        report.turns += len(new_turns)
         if not new_turns:
-            self._advance(read.cursor, turns)
-            return
+            self._advance(read.cursor, turns, read.more)
+            return read.more
         candidates, report.miner = miner.run(turns, miner=self.vault.config.reflection.miner)
         times = {f"L{t.line}": t.timestamp for t in turns}
         candidates = [_safe_key(c) for c in candidates]
         fresh = _unique(c for c in candidates if c.key not in state.keys)
-        report.candidates = len(fresh)
+        report.candidates += len(fresh)
         try:
             for candidate in fresh:
                 if paths.stop_file().exists():
@@ -103,18 +112,21 @@ class TranscriptPass:
                 self.ledger.save()
             raise
         if report.dry_run:
-            return
+            return False
         if report.halted:
             state.save()  # the routed keys, not the cursor: the rest is mined again next time
             self.ledger.save()
-            return
-        self._advance(read.cursor, turns)
+            return False
+        self._advance(read.cursor, turns, read.more)
         self.ledger.save()
+        return read.more
 
-    def _advance(self, cursor: Any, turns: Sequence[Any]) -> None:
+    def _advance(self, cursor: Any, turns: Sequence[Any], more: bool = False) -> None:
         if self.report.dry_run:
             return
         context_line = turns[-CONTEXT_TURNS].line - 1 if len(turns) >= CONTEXT_TURNS else self.state.context_line
+        if more:  # a read cut at READ_BYTES: the next one must start past where this one's new part began
+            context_line = max(context_line, self.state.line)
         self.state.advance(self.path, cursor.offset, cursor.line, context_line)
         self.state.save()
 
