@@ -82,6 +82,8 @@ def check(vault: Vault, *, service: bool = True, now: dt.datetime | None = None,
     for path in journal.conflicts(vault.journal_dir):
         problems.append(f"an interrupted write could not be finished because the notes changed since: {path}")
     _reflection_failures(vault, problems, warnings)
+    problems += _open_state(vault)
+    problems += _git_state(vault)
     copies = [rel for rel in listing.notes if disk.is_conflict_copy(rel)]
     if copies:
         warnings.append(f"{plural(len(copies), 'sync conflict copy')}: merge them by hand, then delete the copy")
@@ -123,6 +125,46 @@ def check(vault: Vault, *, service: bool = True, now: dt.datetime | None = None,
         problems=problems,
         warnings=warnings,
     )
+
+
+STATE_EXAMPLES = 5  # paths named per permission problem
+
+
+def _open_state(vault: Vault) -> list[str]:
+    """memvault's state (this machine's: index, journals, reflection state, logs) readable by other users."""
+    import os
+    import stat
+
+    from memvault import paths
+
+    if os.name != "posix":
+        return []
+    root = paths.state_dir()
+    found: list[str] = []
+    if root.is_dir():
+        for folder, dirs, files in os.walk(root):
+            for name in [folder, *(os.path.join(folder, n) for n in dirs + files)]:
+                try:
+                    mode = os.lstat(name).st_mode
+                except OSError:
+                    continue
+                if mode & 0o077 and not stat.S_ISSOCK(mode) and not stat.S_ISLNK(mode) and name not in found:
+                    found.append(name)
+    if not found:
+        return []
+    shown = ", ".join(f"{p} ({oct(os.lstat(p).st_mode & 0o777)})" for p in found[:STATE_EXAMPLES])
+    more = f" and {len(found) - STATE_EXAMPLES} more" if len(found) > STATE_EXAMPLES else ""
+    return [f"{plural(len(found), 'file or folder', 'files or folders')} in memvault's state folder"
+            f" {'is' if len(found) == 1 else 'are'} open to other users: {shown}{more};"
+            f" run `chmod -R go-rwx {root}`"]  # fmt: skip
+
+
+def _git_state(vault: Vault) -> list[str]:
+    """A git operation left half-finished in the vault's repository (an interrupted undo, merge, rebase…)."""
+    from memvault.store import gitops
+
+    repo = gitops.repo_root(vault.root) if vault.config.git.commit == "auto" else None
+    return [f"{what} in {repo}: {hint}" for what, hint in gitops.unfinished(repo)] if repo else []
 
 
 def _reflection_failures(vault: Vault, problems: list[str], warnings: list[str]) -> None:

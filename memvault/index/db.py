@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memvault import paths
 from memvault.errors import ConfigError, MemvaultError
 
 if TYPE_CHECKING:
@@ -89,8 +90,8 @@ def connect(path: Path | str, *, vector: bool = True, readonly: bool = False) ->
         readonly = False
     elif readonly:
         target = Path(path).resolve().as_uri() + "?mode=ro"
-    else:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    else:  # user-only from birth (its -wal and -shm files take the same mode); SQLite would use the umask
+        paths.create_private_file(Path(path))
     conn: Connection = module.connect(target, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, uri=readonly)
     try:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")

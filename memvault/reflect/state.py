@@ -147,7 +147,7 @@ def read_json(path: Path) -> Any:
 def write_json(path: Path, data: Any) -> None:
     """Write `data` to `path` atomically, in a private folder."""
     paths.ensure_private_dir(path.parent)
-    disk.atomic_write(path, json.dumps(data, ensure_ascii=False, sort_keys=True).encode("utf-8"))
+    disk.atomic_write(path, json.dumps(data, ensure_ascii=False, sort_keys=True).encode("utf-8"), private=True)
 
 
 def _offset_of_line(path: Path, offset: int, line: int, target: int) -> int:

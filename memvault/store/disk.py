@@ -137,19 +137,20 @@ def read_text(path: Path, max_bytes: int | None = None) -> str:
         raise MemvaultError(f"{path}: not UTF-8 text (byte {exc.start})", code="unreadable", path=str(path)) from None
 
 
-def atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data: bytes, *, private: bool = False) -> None:
     """Replace `path` with `data` so readers see the old or the new file, never a torn one.
 
     Temp file in the same folder, fsync, rename over the target, fsync the folder. The file's
-    permission bits are kept when it already exists.
+    permission bits are kept when it already exists; `private` makes it user-only (0600) whatever
+    the umask, for memvault's own state (journals, reflection state, manifests).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        mode: int | None = os.stat(path).st_mode & 0o7777
+        mode: int | None = 0o600 if private else os.stat(path).st_mode & 0o7777
     except FileNotFoundError:
         mode = None
     tmp = path.parent / f".{path.name[:100]}.{os.urandom(4).hex()}{TEMP_SUFFIX}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)  # umask applies
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600 if private else 0o666)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -198,7 +199,7 @@ def sweep_temp_files(folder: Path) -> int:
 @contextlib.contextmanager
 def vault_lock(lock_file: Path, timeout: float) -> Iterator[None]:
     """The one vault-wide lock that serialises every mutation (across processes)."""
-    lock = filelock.FileLock(str(lock_file), timeout=timeout)
+    lock = filelock.FileLock(str(lock_file), timeout=timeout, mode=0o600)
     try:
         lock.acquire()
     except filelock.Timeout:
@@ -212,7 +213,7 @@ def vault_lock(lock_file: Path, timeout: float) -> Iterator[None]:
 @contextlib.contextmanager
 def try_lock(lock_file: Path, timeout: float) -> Iterator[bool]:
     """A cross-process lock, waited for at most `timeout` seconds; yields whether it was taken."""
-    lock = filelock.FileLock(str(lock_file))
+    lock = filelock.FileLock(str(lock_file), mode=0o600)
     try:
         lock.acquire(timeout=timeout)
     except filelock.Timeout:

@@ -60,7 +60,7 @@ def text_digest(text: str | None) -> str:
 def write(journal_dir: Path, intent: Intent) -> Path:
     path = journal_dir / f"{intent.id}.json"
     payload = {"id": intent.id, "op": intent.op, "message": intent.message, "ops": [asdict(o) for o in intent.ops]}
-    disk.atomic_write(path, json.dumps(payload, ensure_ascii=False).encode("utf-8"))
+    disk.atomic_write(path, json.dumps(payload, ensure_ascii=False).encode("utf-8"), private=True)
     fault.checkpoint("journal written")
     return path
 
@@ -83,9 +83,25 @@ def apply(root: Path, intent: Intent) -> None:
 
 
 def pending(journal_dir: Path) -> list[Path]:
+    """Intent records of changes a crash interrupted (undo records are `pending_undos`)."""
     if not journal_dir.is_dir():
         return []
-    return sorted(p for p in journal_dir.glob("*.json") if not p.name.endswith(".conflict.json"))
+    return sorted(p for p in journal_dir.glob("*.json") if not p.name.endswith((".conflict.json", UNDO_SUFFIX)))
+
+
+UNDO_SUFFIX = ".undo.json"
+
+
+def write_undo(journal_dir: Path, target: str, head: str) -> Path:
+    """Record an undo before it starts: `target` is the commit being reverted, `head` the commit before it."""
+    path = journal_dir / f"{new_id()}{UNDO_SUFFIX}"
+    disk.atomic_write(path, json.dumps({"op": "undo", "target": target, "head": head}).encode("utf-8"), private=True)
+    fault.checkpoint("undo journal written")
+    return path
+
+
+def pending_undos(journal_dir: Path) -> list[Path]:
+    return sorted(journal_dir.glob(f"*{UNDO_SUFFIX}")) if journal_dir.is_dir() else []
 
 
 def conflicts(journal_dir: Path) -> list[Path]:
@@ -98,6 +114,6 @@ def replayable(root: Path, intent: Intent) -> bool:
 
 
 def set_aside(path: Path) -> Path:
-    target = path.with_name(path.name[: -len(".json")] + ".conflict.json")
+    target = path.with_name(path.name.removesuffix(UNDO_SUFFIX).removesuffix(".json") + ".conflict.json")
     os.replace(path, target)
     return target

@@ -97,7 +97,7 @@ def reindex(
     started = time.monotonic()
     state = paths.ensure_private_dir(paths.vault_state_dir(root))
     try:
-        lock = filelock.FileLock(str(state / REINDEX_LOCK), timeout=lock_timeout)
+        lock = filelock.FileLock(str(state / REINDEX_LOCK), timeout=lock_timeout, mode=0o600)
         lock.acquire()
     except filelock.Timeout:
         raise MemvaultError("another reindex of this vault is still running", code="busy") from None
