@@ -10,7 +10,7 @@ import fnmatch
 import json
 import os
 import re
-from collections.abc import Container, Iterator
+from collections.abc import Callable, Container, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -137,12 +137,16 @@ def read_text(path: Path, max_bytes: int | None = None) -> str:
         raise MemvaultError(f"{path}: not UTF-8 text (byte {exc.start})", code="unreadable", path=str(path)) from None
 
 
-def atomic_write(path: Path, data: bytes, *, private: bool = False) -> None:
+def atomic_write(
+    path: Path, data: bytes, *, private: bool = False, before_replace: Callable[[], object] | None = None
+) -> None:
     """Replace `path` with `data` so readers see the old or the new file, never a torn one.
 
     Temp file in the same folder, fsync, rename over the target, fsync the folder. The file's
     permission bits are kept when it already exists; `private` makes it user-only (0600) whatever
-    the umask, for memvault's own state (journals, reflection state, manifests).
+    the umask, for memvault's own state (journals, reflection state, manifests). `before_replace` runs
+    right before the rename (after the slow part: writing and syncing the temp file); if it raises,
+    nothing is renamed.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -159,6 +163,8 @@ def atomic_write(path: Path, data: bytes, *, private: bool = False) -> None:
         if mode is not None:
             os.chmod(tmp, mode)
         fault.checkpoint("temp file written")
+        if before_replace is not None:
+            before_replace()
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from memvault import fault
+from memvault.errors import SafetyError
 
 from . import disk
 
@@ -71,15 +72,51 @@ def read(path: Path) -> Intent:
     return Intent(data["id"], data["op"], data["message"], ops)
 
 
-def apply(root: Path, intent: Intent) -> None:
-    """Bring every file to its new state; files already there are left alone."""
-    for op in intent.ops:
-        target = root / op.path
-        if op.content is None:
-            disk.remove(target)
-        elif digest(target) != text_digest(op.content):
-            disk.atomic_write(target, op.content.encode("utf-8"))
-        fault.checkpoint(f"{op.path} {'deleted' if op.content is None else 'written'}")
+def apply(root: Path, intent: Intent, *, check: bool = False) -> None:
+    """Bring every file to its new state; files already there are left alone.
+
+    With `check` (a change being made, not a replay), each file is compared with its recorded
+    before-digest right before it is renamed over or deleted. A file changed since it was read (an
+    edit saved in Obsidian meanwhile, a sync) is never overwritten: the files this call already wrote
+    are put back as they were and `SafetyError` (code `conflict`) is raised.
+    """
+    done: list[tuple[Path, bytes | None]] = []  # (file, its bytes before) for putting back
+    try:
+        for op in intent.ops:
+            target = root / op.path
+            if op.content is None:
+                old = _expect(target, op.before, op.path) if check else None
+                disk.remove(target)
+                done.append((target, old))
+            elif digest(target) != text_digest(op.content):
+                seen: list[bytes | None] = []
+                guard = (lambda t=target, o=op, s=seen: s.append(_expect(t, o.before, o.path))) if check else None
+                disk.atomic_write(target, op.content.encode("utf-8"), before_replace=guard)
+                done.append((target, seen[0] if seen else None))
+            fault.checkpoint(f"{op.path} {'deleted' if op.content is None else 'written'}")
+    except SafetyError:
+        for target, old in reversed(done):
+            if old is None:
+                disk.remove(target)
+            else:
+                disk.atomic_write(target, old)
+        raise
+
+
+def _expect(target: Path, before: str, rel: str) -> bytes | None:
+    """The file's bytes (None when absent) if it is still as recorded in the journal; else a conflict."""
+    try:
+        data: bytes | None = target.read_bytes()
+    except FileNotFoundError:
+        data = None
+    if (ABSENT if data is None else hashlib.sha256(data).hexdigest()) != before:
+        raise SafetyError(
+            f"{rel} changed on disk while memvault was writing it (edited in Obsidian or synced?); nothing was"
+            " overwritten: re-read it and try again",
+            code="conflict",
+            path=rel,
+        )
+    return data
 
 
 def pending(journal_dir: Path) -> list[Path]:

@@ -41,6 +41,7 @@ class NoteFile:
     note: notes.Note
     mtime_ns: int
     size: int
+    digest: str = ""  # sha256 of the bytes read: a change is journalled against exactly what it was based on
 
     @property
     def title(self) -> str:

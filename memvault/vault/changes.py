@@ -15,7 +15,7 @@ from pathlib import Path
 
 from memvault import config as config_mod
 from memvault import fault, paths
-from memvault.errors import GitError, VaultNotFound
+from memvault.errors import GitError, SafetyError, VaultNotFound
 from memvault.store import disk, gitops, journal, safety
 from memvault.store.model import WriteResult
 
@@ -112,7 +112,11 @@ class Changes:
     ) -> WriteResult:
         """Journal, apply and commit `intent` (under `mutation()`), then refresh the index."""
         record = journal.write(self.journal_dir, intent)
-        journal.apply(self.root, intent)
+        try:
+            journal.apply(self.root, intent, check=True)  # each file compared with its digest right before its rename
+        except SafetyError:
+            record.unlink()  # nothing of it stays: the files it had written are back as they were
+            raise
         sha, git_warning = self.git_commit(intent)
         record.unlink()
         index_warning = indexing.refresh(self.root, self.config, intent.paths)
