@@ -15,7 +15,7 @@ from typing import Any
 
 from memvault import runtime
 from memvault.errors import MemvaultError
-from memvault.index import catalog, embed
+from memvault.index import catalog, db, embed
 from memvault.recall import analytics
 from memvault.reflect import review as review_mod
 from memvault.reflect import runner
@@ -202,7 +202,14 @@ def _index(
     try:
         stats = index.stats()
         stale, fresh = catalog.freshness(vault.root, index.rows(in_memory=False), notes)
-        folded = analytics.fold(index, vault.root)
+        try:
+            with db.busy_timeout(index.conn, 1000):
+                folded: int | None = analytics.fold(index, vault.root)
+        except db.dbapi().OperationalError as exc:  # a long write elsewhere (a reindex): count them next time
+            if not db.is_busy(exc):
+                raise
+            folded = None
+            warnings.append("another process is writing the index: recall counts were not brought up to date")
         counted = analytics.recalled(index)
         info = {
             **stats,

@@ -118,6 +118,22 @@ def _load_vec0(conn: Connection) -> None:
         conn.enable_load_extension(False)
 
 
+def is_busy(exc: BaseException) -> bool:
+    """Whether a database error means another connection holds the write lock ("database is locked")."""
+    text = str(exc).lower()
+    return isinstance(exc, dbapi().OperationalError) and ("locked" in text or "busy" in text)
+
+
+@contextmanager
+def busy_timeout(conn: Connection, ms: int) -> Iterator[Connection]:
+    """Wait at most `ms` for the write lock inside the block (the connection's usual wait is BUSY_TIMEOUT_MS)."""
+    conn.execute(f"PRAGMA busy_timeout = {int(ms)}")
+    try:
+        yield conn
+    finally:
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+
+
 def vec_version(conn: Connection) -> str | None:
     """sqlite-vec's version ("v0.1.9") on this connection, or None when vec0 is not loaded."""
     try:

@@ -17,6 +17,8 @@ from memvault.store import disk
 
 REFRESH_EMBED_S = 0.5  # after a save: how long to spend embedding the new note through a warm service
 REINDEX_LOCK = "reindex.lock"
+RECALL_SYNC_WAIT_MS = 250  # recall waits this long for another process's index write, then answers without syncing
+BUSY_NOTE = "another process is writing the index: answered from what it holds (edits since may be missing)"
 
 
 def index_file(root: Path, config: Config) -> Path:
@@ -170,12 +172,31 @@ def recall(root: Path, config: Config, query: str, options: rc.Options, *, wait_
     """
     if wait_service > 0:
         ensure_service(config, wait=wait_service)
-    index, _ = open_index(root, config)
     try:
-        changed = sync.sync(index, layout(root, config))
-        embedder = service_embedder(config) if index.vector and changed.pending else None
-        if embedder is not None:  # a few just-edited notes; a big backlog is left to reindex
-            sync.embed_pending(index, embedder, deadline=time.monotonic() + REFRESH_EMBED_S)
-        return rc.recall(index, query, options, client.query_vector)
+        index, _ = open_index(root, config)
+    except db.dbapi().OperationalError as exc:  # a migration waits for a writer: read what is there
+        if not db.is_busy(exc):
+            raise
+        return _busy(rc.recall_file(index_file(root, config), query, options, client.query_vector))
+    busy = False
+    try:
+        try:  # a writer (a reindex, another save) may hold the lock for long: never wait for it here
+            with db.busy_timeout(index.conn, RECALL_SYNC_WAIT_MS):
+                changed = sync.sync(index, layout(root, config))
+                embedder = service_embedder(config) if index.vector and changed.pending else None
+                if embedder is not None:  # a few just-edited notes; a big backlog is left to reindex
+                    sync.embed_pending(index, embedder, deadline=time.monotonic() + REFRESH_EMBED_S)
+        except db.dbapi().OperationalError as exc:
+            if not db.is_busy(exc):
+                raise
+            busy = True
+        result = rc.recall(index, query, options, client.query_vector)
+        return _busy(result) if busy else result
     finally:
         index.close()
+
+
+def _busy(result: rc.Result) -> rc.Result:
+    result.partial = True
+    result.reason = BUSY_NOTE + (f"; {result.reason}" if result.reason else "")
+    return result
