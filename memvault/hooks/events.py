@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from memvault import paths, runtime
-from memvault.text import plural
+from memvault.text import bounded_query, plural
 
 _IMPORTED = time.monotonic()
 STARTUP_MS = 75  # interpreter start and imports before `main` runs, plus printing: kept out of the recall budget
@@ -175,7 +175,9 @@ def user_prompt_submit(payload: dict[str, Any], settings: dict[str, Any], record
     session = _session(payload)
     seen = runtime.injected(session)
     already = set(seen["always"]) | set(seen["recalled"])
-    result = _recall(root, folder, prompt, settings, extra=min(len(already), 20))  # room to drop what it has
+    query = bounded_query(prompt)  # however big the prompt, recall's work stays within the budget
+    record["query_chars"] = len(query)
+    result = _recall(root, folder, query, settings, extra=min(len(already), 20))  # room to drop what it has
     hits = [h for h in result["hits"] if h["path"] not in already]
     context, kept = inject.recall_context(hits[: recall["k"]], recall["max_context_chars"])
     record.update(

@@ -11,6 +11,7 @@ from pathlib import Path
 from memvault.index import chunking
 from memvault.index.schema import NoteRow, place
 from memvault.store import privacy
+from memvault.text import bounded_query
 
 from . import search
 
@@ -26,7 +27,7 @@ def scan(root: Path, folder: str, ignore: tuple[str, ...], query: str, options: 
 
     started = time.monotonic()
     deadline = started + options.budget_ms / 1000
-    terms = chunking.query_terms(query)
+    terms = chunking.query_terms(bounded_query(query))
     result = search.Result(mode="keyword", reason="no index yet: scanned the files (keyword-only)")
     if not terms:
         result.mode = "none"
