@@ -177,6 +177,8 @@ def review(state: State) -> None:
         out.print(f"[dim]{escape(entry.path)}\n{escape('  '.join(facts))}[/]", soft_wrap=True)
         if proposes:
             out.print(f"[bold]proposes to supersede[/] {escape(str(proposes))}", soft_wrap=True)
+        if meta.get("warning"):
+            out.print(f"[bold red]warning:[/] this {escape(str(meta['warning']))}", soft_wrap=True)
         out.print(escape(nf.note.body.strip()))
         keys = "a/e/r/s/x/q"
         choice = click.prompt(
@@ -280,7 +282,7 @@ def _inbox_list(vault: Vault, as_json: bool) -> None:
         rows.append({
             "path": e.path, "title": e.title, "kind": e.kind, "confidence": meta.get("confidence"),
             "captured": str(meta.get("captured") or e.updated or ""), "source": meta.get("source"),
-            "proposes_supersede": meta.get("proposes_supersede"),
+            "proposes_supersede": meta.get("proposes_supersede"), "warning": meta.get("warning"),
         })  # fmt: skip
     if as_json:
         print_json({"entries": rows, "inbox": counts.inbox, "warnings": list(counts.warnings)})

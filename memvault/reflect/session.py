@@ -1,6 +1,6 @@
 """One reflection pass over one transcript: mine what is new, route each candidate, write it; the pass's Report.
 
-Just over 400 lines: the pass's steps (read, mine, find the nearest note, route, write) read top to bottom.
+A little over 400 lines: the pass's steps (read, mine, find the nearest note, route, write) read top to bottom.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from memvault.store import disk, notes, privacy, secrets
 from memvault.store.model import INCUBATOR
 from memvault.vault.core import Vault
 
-from . import router
+from . import risk, router
 from .state import Ledger, TranscriptState
 
 RECALL_BUDGET_MS = 5_000
@@ -148,6 +148,7 @@ class TranscriptPass:
             report.notes.append(f"{title}: secrets were redacted before writing")
         seen = self.ledger.seen(candidate.key, session, dry=report.dry_run)
         nearest, related = self._nearest(candidate, title, body)
+        danger = risk.assess(f"{title}\n{body}") if candidate.category != "idea" else None
         choice = router.route(
             candidate,
             sessions_seen=seen,
@@ -155,12 +156,16 @@ class TranscriptPass:
             review_mode=self.vault.config.memory.review_mode,
             thresholds=self.thresholds,
             captured_at=said_at,
+            risk=danger,
         )
         entry.update(action=choice.action, reason=choice.reason, sessions=seen)
+        if danger:
+            entry["warning"] = danger
+            report.notes.append(f"{title}: {danger}; held for review")
         if choice.target:
             entry["target"] = choice.target
         try:
-            path = self._apply(choice, candidate, title, body, session, seen, related)
+            path = self._apply(choice, candidate, title, body, session, seen, related, danger)
         except (SafetyError, InvalidNote) as exc:  # this candidate only; a busy vault stops the pass
             entry.update(action="dropped", reason=f"refused by the vault ({exc.code}): {exc.args[0]}"[:300])
             report.notes.append(f"{title}: dropped ({exc.code})")
@@ -272,7 +277,15 @@ class TranscriptPass:
     # ---- writing -----------------------------------------------------------------------------
 
     def _apply(
-        self, choice: router.Route, candidate: Any, title: str, body: str, session: str, seen: int, related: list[str]
+        self,
+        choice: router.Route,
+        candidate: Any,
+        title: str,
+        body: str,
+        session: str,
+        seen: int,
+        related: list[str],
+        danger: str | None = None,
     ) -> str | None:
         if choice.action == router.DUPLICATE:
             return None
@@ -284,6 +297,8 @@ class TranscriptPass:
             "reflect_key": candidate.key,
             "seen_in_sessions": seen,
         }
+        if danger:
+            meta["warning"] = danger  # shown by `memvault review`
         if choice.action == router.PROMOTE:
             assert choice.target and choice.folder
             folder = choice.folder
