@@ -189,7 +189,7 @@ def log_event(record: dict[str, Any], *, max_bytes: int = LOG_MAX_BYTES) -> None
     line = json.dumps({"ts": now_iso(), **record}, ensure_ascii=False, default=str) + "\n"
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
-        os.write(fd, line.encode("utf-8"))
+        os.write(fd, line.encode("utf-8", "replace"))  # a stray surrogate never costs the line
     finally:
         os.close(fd)
 

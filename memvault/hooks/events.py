@@ -69,10 +69,16 @@ def main(event: str, stdin: TextIO | None = None, stdout: TextIO | None = None) 
 
 
 def read_payload(stream: TextIO) -> dict[str, Any]:
-    """The event JSON; empty, broken or non-object input gives {} (the hook then does what it can)."""
+    """The event JSON; empty, broken or non-object input gives {} (the hook then does what it can).
+
+    Read as bytes where possible: bytes that are not UTF-8 become U+FFFD instead of failing the read
+    (or, through surrogate escapes, failing the log line later).
+    """
     try:
-        data = json.loads(stream.read(8 * 1024 * 1024) or "{}")
-    except (ValueError, OSError, UnicodeDecodeError):
+        raw = getattr(stream, "buffer", None)
+        text = raw.read(8 * 1024 * 1024).decode("utf-8", "replace") if raw is not None else stream.read(8 * 1024 * 1024)
+        data = json.loads(text or "{}")
+    except (ValueError, OSError, UnicodeDecodeError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}
 
