@@ -86,3 +86,27 @@ def test_health_reports_a_half_finished_git_operation(vault_dir: Path) -> None:
     assert any("revert was interrupted" in p for p in problems), problems
     git(vault_dir, "revert", "--abort")
     assert not [p for p in health.check(open_vault(vault_dir), service=False).problems if "revert" in p]
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "v.remove('MemoryVault/personal-private/fix/undo-me.md', reason='crash')",
+        "v.move('MemoryVault/personal-private/fix/undo-me.md', 'MemoryVault/personal-private/workflow/undo-me.md')",
+    ],
+    ids=["remove", "move"],
+)
+def test_a_change_killed_inside_its_git_commit_is_committed_by_the_next_command(vault_dir: Path, script: str) -> None:
+    saved(vault_dir)
+    hook = vault_dir / ".git" / "hooks" / "prepare-commit-msg"  # the deletion is staged, the commit not made
+    hook.write_text('#!/bin/sh\nkill -9 "$(ps -o ppid= -p "$PPID" | tr -d " ")"\nexit 1\n')
+    hook.chmod(0o755)
+    code = f"from memvault import open_vault\nimport sys\nv = open_vault(sys.argv[1])\n{script}\n"
+    killed = subprocess.run([sys.executable, "-c", code, str(vault_dir)], capture_output=True, text=True, timeout=120)
+    hook.unlink()
+    assert killed.returncode == -9, killed.stderr
+    assert git(vault_dir, "status", "--porcelain") != ""
+    open_vault(vault_dir)  # the journal is replayed: its commit is made
+    assert git(vault_dir, "status", "--porcelain") == ""
+    assert not (vault_dir / NOTE).exists()
+    assert git(vault_dir, "rev-list", "--count", "HEAD").strip() == "3"

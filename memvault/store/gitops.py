@@ -42,11 +42,16 @@ def repo_root(path: Path) -> Path | None:
 
 def commit(root: Path, paths: list[str], message: str) -> str | None:
     """Commit exactly `paths` (vault-relative) with `message`; None when nothing changed."""
-    tracked = set(_git(root, "ls-files", "-z", "--", *paths).split("\0"))
-    paths = [p for p in paths if p in tracked or os.path.lexists(root / p)]  # not a file never committed, now gone
+    indexed = set(_git(root, "ls-files", "-z", "--", *paths).split("\0"))
+    committed = set()
+    if _quiet(root, "rev-parse", "--verify", "-q", "HEAD"):  # a deletion staged before a crash is in HEAD only
+        committed = set(_git(root, "ls-tree", "-r", "-z", "--name-only", "HEAD", "--", *paths).split("\0"))
+    to_add = [p for p in paths if p in indexed or os.path.lexists(root / p)]
+    paths = [p for p in paths if p in indexed or p in committed or os.path.lexists(root / p)]  # else: never committed
     if not paths:
         return None
-    _git(root, "add", "-A", "--", *paths)
+    if to_add:
+        _git(root, "add", "-A", "--", *to_add)
     staged = _git(root, "diff", "--cached", "--name-only", "--no-renames", "--relative", "--", *paths).split("\n")
     changed = [p for p in staged if p]
     if not changed:
