@@ -23,7 +23,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 HOOK = REPO / "memvault" / "hooks" / "user_prompt_submit.py"
-QUESTION = "how do I fix a flaky test that fails only sometimes on CI?"
+QUESTION = "how do I fix a flaky test that fails only sometimes on CI?"  # the example vault answers it
 
 
 def prompt(megabytes: float) -> str:

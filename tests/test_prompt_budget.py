@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from memvault import text
 from memvault.index import chunking
 
+from .conftest import REPO
 from .test_hooks import FLAKY, hook_vault, log_records, payload, run_hook
 
 __all__ = ["hook_vault"]
@@ -14,12 +16,10 @@ __all__ = ["hook_vault"]
 
 def pasted_log(megabytes: int) -> str:
     """A pasted build log full of identifiers (each would be one more FTS term), then the question."""
-    line = "ERR_BUILD_4471 at parseConfig(config.yaml) in module_loader_v2 retrying fetchUserById KX-{n}\n"
-    lines, size, n = [], 0, 0
-    while size < megabytes * 1024 * 1024:
-        lines.append(line.format(n=n))
-        size, n = size + len(lines[-1]), n + 1
-    return "".join(lines) + "\n" + FLAKY
+    sys.path.insert(0, str(REPO / "scripts"))
+    import bench_big_prompts
+
+    return bench_big_prompts.prompt(megabytes)
 
 
 def test_a_query_is_cut_to_its_head_and_tail() -> None:

@@ -70,8 +70,7 @@ class Ledger:
     @classmethod
     def load(cls, vault: Vault) -> Ledger:
         file = state_dir(vault) / "ledger.json"
-        data = read_json(file)
-        return cls(file, data if isinstance(data, dict) else {})
+        return cls(file, _rows(file))
 
     def seen(self, key: str, session: str, *, dry: bool) -> int:
         """Record that `session` produced `key`; return in how many distinct sessions it has been seen."""
@@ -105,8 +104,7 @@ class Failures:
     @classmethod
     def load(cls, vault: Vault) -> Failures:
         file = state_dir(vault) / "failures.json"
-        data = read_json(file)
-        return cls(file, {k: v for k, v in data.items() if isinstance(v, dict)} if isinstance(data, dict) else {})
+        return cls(file, _rows(file))
 
     def record(self, transcript: Path, session: str | None, error: str) -> dict[str, Any]:
         key = os.path.realpath(transcript)
@@ -134,6 +132,12 @@ class Failures:
 def state_dir(vault: Vault) -> Path:
     """Where reflection keeps its state for `vault` (under the state dir, never in the vault)."""
     return vault.state_dir / "reflect"
+
+
+def _rows(path: Path) -> dict[str, dict[str, Any]]:
+    """A JSON object of objects (key → row) from `path`; missing, unreadable or malformed rows give nothing."""
+    data = read_json(path)
+    return {k: v for k, v in data.items() if isinstance(v, dict)} if isinstance(data, dict) else {}
 
 
 def read_json(path: Path) -> Any:
