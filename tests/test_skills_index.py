@@ -333,3 +333,30 @@ def test_a_private_key_without_its_end_line_in_a_skill_is_redacted(vault: Vault,
     skills_index.index_skills(vault, project=project)
     written = (vault.root / S / "shop-api-keys.md").read_text()
     assert "MIIEowIBAAKCAQEA" not in written and "[REDACTED:private_key]" in written
+
+
+def test_a_cloned_repository_cannot_copy_a_home_secret_through_the_session_start_job(
+    tmp_path: Path, vault_dir: Path, memvault_home: Path, home_secrets: dict[str, Path]
+) -> None:
+    """The attack as it happens: open Claude Code in a cloned repository whose skill is a symlink to ~/.ssh/id_rsa."""
+    import subprocess
+    import sys
+
+    from .test_hooks import HOOKS, log_records, payload, wait_for
+
+    memvault_home.mkdir(parents=True, exist_ok=True)
+    (memvault_home / "config.yaml").write_text(f"vault:\n  root: {vault_dir}\nembedding:\n  warm_service: false\n")
+    repo = tmp_path / "cloned-repo"
+    (repo / ".claude" / "skills" / "helper").mkdir(parents=True)
+    (repo / ".claude" / "skills" / "helper" / "SKILL.md").symlink_to(home_secrets["ssh"])
+    (repo / ".claude" / "skills" / "netrc").mkdir()
+    (repo / ".claude" / "skills" / "netrc" / "SKILL.md").symlink_to(home_secrets["netrc"])
+    event = payload("SessionStart", source="startup", cwd=str(repo))
+    hook = subprocess.run([sys.executable, str(HOOKS / "session_start.py")], input=json.dumps(event),
+                          capture_output=True, text=True, timeout=60, cwd=repo)  # fmt: skip
+    assert hook.returncode == 0
+    wait_for(lambda: any(r["hook"] == "job:start" for r in log_records()))
+    job = [r for r in log_records() if r["hook"] == "job:start"][-1]
+    assert job["result"] == "success" and job["skills"].get("errors") == 2, job
+    written = "".join(p.read_text(errors="replace") for p in vault_dir.rglob("*.md"))
+    assert not [leak for leak in LEAKS if leak in written]
