@@ -119,6 +119,16 @@ def mark_reflected(session_id: str) -> None:
         start.unlink()
 
 
+def mark_quarantined(session_id: str) -> None:
+    """`.start` → `.quarantined`: reflection failed again and again; the sweeps stop retrying it."""
+    start = marker(session_id, "start")
+    info = read_json(start)
+    data = info if isinstance(info, dict) else {"session_id": session_id}
+    write_json(marker(session_id, "quarantined"), {**data, "quarantined": now_iso()})
+    with contextlib.suppress(OSError):
+        start.unlink()
+
+
 def markers(state: str) -> list[Path]:
     folder = sessions_dir()
     return sorted(folder.glob(f"session-*.{state}")) if folder.is_dir() else []
@@ -179,7 +189,7 @@ def log_event(record: dict[str, Any], *, max_bytes: int = LOG_MAX_BYTES) -> None
     line = json.dumps({"ts": now_iso(), **record}, ensure_ascii=False, default=str) + "\n"
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
-        os.write(fd, line.encode("utf-8"))
+        os.write(fd, line.encode("utf-8", "replace"))  # a stray surrogate never costs the line
     finally:
         os.close(fd)
 
@@ -206,19 +216,19 @@ def _roll_number(path: Path) -> int:
 
 
 def prune(*, log_days: int, marker_days: int, now: float | None = None) -> dict[str, int]:
-    """Delete log files and `.reflected` markers older than their retention; returns the counts."""
+    """Delete log files and `.reflected` / `.quarantined` markers older than their retention; returns the counts."""
     now = time.time() if now is None else now
     removed = {"logs": 0, "markers": 0}
     folder = log_dir()
     candidates = [("logs", p, log_days) for p in folder.glob("hooks-*.jsonl")] if folder.is_dir() else []
-    candidates += [("markers", p, marker_days) for p in markers("reflected")]
+    candidates += [("markers", p, marker_days) for p in markers("reflected") + markers("quarantined")]
     for what, path, days in candidates:
         with contextlib.suppress(OSError):
             if now - path.stat().st_mtime > days * 86400:
                 path.unlink()
                 removed[what] += 1
                 if what == "markers":
-                    (sessions_dir() / f"{path.name[len('session-') : -len('.reflected')]}.injected.json").unlink(
+                    (sessions_dir() / f"{path.name[len('session-') :].rsplit('.', 1)[0]}.injected.json").unlink(
                         missing_ok=True
                     )
     return removed

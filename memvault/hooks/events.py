@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from memvault import paths, runtime
-from memvault.text import plural
+from memvault.text import bounded_query, plural
 
 _IMPORTED = time.monotonic()
 STARTUP_MS = 75  # interpreter start and imports before `main` runs, plus printing: kept out of the recall budget
@@ -69,10 +69,16 @@ def main(event: str, stdin: TextIO | None = None, stdout: TextIO | None = None) 
 
 
 def read_payload(stream: TextIO) -> dict[str, Any]:
-    """The event JSON; empty, broken or non-object input gives {} (the hook then does what it can)."""
+    """The event JSON; empty, broken or non-object input gives {} (the hook then does what it can).
+
+    Read as bytes where possible: bytes that are not UTF-8 become U+FFFD instead of failing the read
+    (or, through surrogate escapes, failing the log line later).
+    """
     try:
-        data = json.loads(stream.read(8 * 1024 * 1024) or "{}")
-    except (ValueError, OSError, UnicodeDecodeError):
+        raw = getattr(stream, "buffer", None)
+        text = raw.read(8 * 1024 * 1024).decode("utf-8", "replace") if raw is not None else stream.read(8 * 1024 * 1024)
+        data = json.loads(text or "{}")
+    except (ValueError, OSError, UnicodeDecodeError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}
 
@@ -141,7 +147,7 @@ def session_start(payload: dict[str, Any], settings: dict[str, Any], record: dic
     runtime.save_injected(session, {"always": shown, "recalled": kept})
     record.update(injected=[{"path": p} for p in shown], always_load=len(entries))
     cwd = info["cwd"]
-    _background("start", *(["--project", cwd] if cwd and Path(cwd).is_absolute() else []))
+    _background("start", *([f"--project={cwd}"] if cwd and Path(cwd).is_absolute() else []))
     notes = [f"Loaded {plural(len(shown), 'MemoryVault always-load entry')}"] if shown else []
     counts = inject.pending_counts(root, folder)
     if counts["review"]:
@@ -198,7 +204,9 @@ def user_prompt_submit(payload: dict[str, Any], settings: dict[str, Any], record
     session = _session(payload)
     seen = runtime.injected(session)
     already = set(seen["always"]) | set(seen["recalled"])
-    result = _recall(root, folder, prompt, settings, extra=min(len(already), 20))  # room to drop what it has
+    query = bounded_query(prompt)  # however big the prompt, recall's work stays within the budget
+    record["query_chars"] = len(query)
+    result = _recall(root, folder, query, settings, extra=min(len(already), 20))  # room to drop what it has
     hits = [h for h in result["hits"] if h["path"] not in already]
     context, kept = inject.recall_context(hits[: recall["k"]], recall["max_context_chars"])
     record.update(
@@ -271,8 +279,11 @@ def _recall(root: Path, folder: str, prompt: str, settings: dict[str, Any], extr
 
 
 def _excerpt(prompt: str) -> str:
-    """The start of the prompt for the log, secrets redacted (the scanner loads only when one may be there)."""
-    text = " ".join(prompt[: PROMPT_CHARS * 2].split())
+    """The start of the prompt for the log: `<private>` spans removed, secrets redacted (the scanner loads only
+    when one may be there)."""
+    from memvault.store import privacy
+
+    text = " ".join(privacy.strip_private(prompt[: PROMPT_CHARS * 4]).split())
     if _MAYBE_SECRET.search(text):
         from memvault.store import secrets
 
@@ -305,7 +316,7 @@ def idle(payload: dict[str, Any], settings: dict[str, Any], record: dict[str, An
     _vault(settings)
     args = ["idle"]
     if _text(payload, "session_id") and _text(payload, "transcript_path"):
-        args += ["--session", _session(payload), "--transcript", _text(payload, "transcript_path")]
+        args += [f"--session={_session(payload)}", f"--transcript={_text(payload, 'transcript_path')}"]
     _background(*args)
     record["scheduled"] = "idle sweep"
     return None
@@ -318,7 +329,8 @@ def _schedule_reflection(payload: dict[str, Any], settings: dict[str, Any], *, f
     transcript = _text(payload, "transcript_path")
     if not transcript:
         raise Skip("no transcript_path in the event")
-    args = ["reflect", "--session", _session(payload), "--transcript", transcript]
+    # `--opt=value`: a session id or path starting with "-" must not be read as an option
+    args = ["reflect", f"--session={_session(payload)}", f"--transcript={transcript}"]
     _background(*args, *(["--final"] if final else []))
 
 

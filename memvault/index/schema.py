@@ -121,6 +121,12 @@ def _readable_pending(conn: Connection) -> None:
     conn.execute("UPDATE notes SET mtime_ns = 0, hash = ''")
 
 
+def _reread(conn: Connection) -> None:
+    # One definition of "private" (store.privacy): titles lose <private> spans, and `private: yes`,
+    # `"true"` or a flag after a comment now hide a note. The next sync re-reads every note.
+    conn.execute("UPDATE notes SET mtime_ns = 0, hash = ''")
+
+
 MIGRATIONS: list[db.Migration] = [
     ("0001_core", _core),
     ("0002_recalls", _recalls),
@@ -128,4 +134,5 @@ MIGRATIONS: list[db.Migration] = [
     ("0004_recall_cursor", _recall_cursor),
     ("0005_created", _created),
     ("0006_readable_pending", _readable_pending),
+    ("0007_privacy_reread", _reread),
 ]

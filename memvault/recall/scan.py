@@ -11,6 +11,8 @@ from pathlib import Path
 from memvault.errors import MemvaultError
 from memvault.index import chunking
 from memvault.index.schema import NoteRow, place
+from memvault.store import privacy
+from memvault.text import bounded_query
 
 from . import search
 
@@ -26,7 +28,7 @@ def scan(root: Path, folder: str, ignore: tuple[str, ...], query: str, options: 
 
     started = time.monotonic()
     deadline = started + options.budget_ms / 1000
-    terms = chunking.query_terms(query)
+    terms = chunking.query_terms(bounded_query(query))
     result = search.Result(mode="keyword", reason="no index yet: scanned the files (keyword-only)")
     if not terms:
         result.mode = "none"
@@ -45,7 +47,9 @@ def scan(root: Path, folder: str, ignore: tuple[str, ...], query: str, options: 
         head, body = split_frontmatter(text)
         if not admits_file(rel, folder, head, options):
             continue
-        title = next((ln[2:].strip() for ln in body.splitlines() if ln.startswith("# ")), Path(rel).stem)
+        body = privacy.strip_private(body)  # never scored, titled or quoted
+        headings = (ln[2:].strip() for ln in body.splitlines() if ln.startswith("# "))
+        title = next((t for t in headings if t), Path(rel).stem)
         lower_title, lower_head, lower_body = title.lower(), head.lower(), body.lower()
         score = sum(lower_body.count(t) + 3 * (lower_title.count(t) + lower_head.count(t)) for t in terms)
         if score:
@@ -80,5 +84,5 @@ def admits_file(rel: str, folder: str, head: str, options: search.Options) -> bo
 
     in_memory, group, area = place(rel, folder)
     row = NoteRow(rel, 0, 0, "", "", status=value("status") or "active", group=group,
-                  private=value("private") == "true", in_memory=in_memory, area=area)  # fmt: skip
+                  private=privacy.frontmatter_says_private(head), in_memory=in_memory, area=area)  # fmt: skip
     return search.admits(row, options)

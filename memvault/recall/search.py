@@ -15,10 +15,12 @@ from pathlib import Path
 from memvault.index import chunking, db
 from memvault.index.core import CorruptIndex, Index, open_reader
 from memvault.index.schema import INBOX, PRIVATE, VEC_TABLE, VISIBLE, NoteRow
+from memvault.text import bounded_query
 
 from . import fusion
 
 CANDIDATES = 100  # notes taken from each side before fusion (LoCoMo R@10 +0.002 over 50, no latency cost)
+MAX_IDENTIFIERS = 16  # exact identifiers of a query pinned first (each is one more FTS lookup)
 CHUNKS_PER_NOTE = 3  # vector side: how many chunks to fetch per wanted note
 # (query text, timeout in seconds) → (model name, float32 blob), or None when no vector is available in time.
 QueryEmbedder = Callable[[str, float], "tuple[str, bytes] | None"]
@@ -108,6 +110,7 @@ def recall(
     nearest: NearestChunks | None = None,
 ) -> Result:
     """Top-k notes for `query`; a vector part that misses the budget is dropped and the result marked partial."""
+    query = bounded_query(query)  # a multi-megabyte prompt costs what a page costs
     started = time.monotonic()
     deadline = started + options.budget_ms / 1000
     result = Result()
@@ -180,7 +183,7 @@ def _pin_identifiers(
     Neither side can be trusted to rank them: a lone exact match gives the keyword side no spread
     to be confident about, and to the vector side `KX-4471` looks like every other code.
     """
-    phrases = chunking.identifiers(query)
+    phrases = chunking.identifiers(query)[:MAX_IDENTIFIERS]
     if not phrases or not keyword:
         return ranked
     exact = _notes_matching(index, " OR ".join(phrases), list(keyword))
