@@ -81,7 +81,8 @@ def main() -> None:
     print(f"{'checkout':<10} {'imports ms':>11} {'memvault ms':>12} {'modules':>8} {'wall ms':>8}")
     for name, rows in results.items():
         med = {key: statistics.median(r[key] for r in rows) for key in rows[0]}
-        print(f"{name:<10} {med['imports_ms']:>11.1f} {med['memvault_ms']:>12.1f} {med['modules']:>8.0f} {med['wall_ms']:>8.1f}")
+        cells = f"{med['imports_ms']:>11.1f} {med['memvault_ms']:>12.1f} {med['modules']:>8.0f} {med['wall_ms']:>8.1f}"
+        print(f"{name:<10} {cells}")
 
 
 if __name__ == "__main__":
