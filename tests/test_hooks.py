@@ -330,6 +330,27 @@ def test_inspect_shows_what_was_injected_and_why(hook_vault: Path) -> None:
     assert CliRunner().invoke(cli, ["inspect", "--session", "nope"]).output.startswith("no hook runs logged")
 
 
+def test_an_unrelated_prompt_injects_nothing_and_the_log_says_why(hook_vault: Path) -> None:
+    """Keyword-only (the service is off here): the prompt shares a word with a note, which is not enough."""
+    from click.testing import CliRunner
+
+    from memvault.cli import cli
+
+    prompt = "what is the best way to learn to play the guitar as an adult, any tips?"
+    result = run_hook("user_prompt_submit", payload("UserPromptSubmit", prompt=prompt))
+    assert result.returncode == 0 and result.stdout == ""
+    record = log_records("UserPromptSubmit")[-1]
+    assert record["injected"] == [] and record["dropped"], record  # recall found candidates; the floor said no
+    assert record["reason"].endswith("(best: " + record["dropped"][0]["why"] + ")") or "relevance floor" in record["reason"]
+    assert all("keyword-only" in d["why"] for d in record["dropped"])
+    shown = CliRunner().invoke(cli, ["inspect"], terminal_width=200).output
+    assert "below the relevance floor, not injected" in shown and record["dropped"][0]["path"] in shown
+
+    related = run_hook("user_prompt_submit", payload("UserPromptSubmit", session="s-2", prompt=FLAKY))
+    assert "bisecting-flaky-tests.md" in context_of(related, "UserPromptSubmit")
+    assert "≥" in log_records("UserPromptSubmit")[-1]["injected"][0]["why"]
+
+
 # ---- the warm service up, then wedged ------------------------------------------------------------------
 
 
@@ -353,6 +374,13 @@ def test_prompt_recall_is_hybrid_with_the_service_and_keeps_the_budget_when_it_h
         assert "bisecting-flaky-tests.md" in context_of(result, "UserPromptSubmit")
         record = log_records("UserPromptSubmit")[-1]
         assert record["mode"] == "hybrid" and record["vec_hits"] > 0 and record["result"] == "success"
+        assert record["injected"][0]["why"].startswith("cosine") and record["recall_ms"] > 0
+
+        unrelated = run_hook("user_prompt_submit", payload("UserPromptSubmit", prompt="What is the capital of France?"))
+        assert unrelated.returncode == 0 and unrelated.stdout == ""  # the issue's example: nothing injected
+        record = log_records("UserPromptSubmit")[-1]
+        assert record["mode"] == "hybrid" and record["injected"] == [] and len(record["dropped"]) == 5
+        assert record["reason"].startswith("nothing passed the relevance floor (best: cosine")
 
         pid = client.read_info()["pid"]
         os.kill(pid, signal.SIGSTOP)  # accepts connections (the kernel queues them) but never answers

@@ -32,6 +32,8 @@ from .group import State, cli, err, json_option, out, pass_state, print_json
     show_default=True,
     help="Seconds to wait for the embedding service to start; 0 gives keyword-only results until it runs.",
 )
+@click.option("--explain", is_flag=True, help="Show each hit's raw signals and why it passed the relevance floor.")
+@click.option("--no-floor", is_flag=True, help="Show the top entries even below the relevance floor.")
 @json_option
 @pass_state
 def recall(
@@ -42,31 +44,56 @@ def recall(
     include_inbox: bool,
     include_private: bool,
     wait: float,
+    explain: bool,
+    no_floor: bool,
     as_json: bool,
 ) -> None:
     """Find the entries most relevant to QUERY: meaning (vectors) and words (keywords) combined.
 
     Only active entries are searched; superseded ones, private notes and the inbox/review folders
-    are left out unless asked for. Alias: `memvault search`.
+    are left out unless asked for. As in the hooks, entries below the relevance floor
+    (`recall.min_relevance`) are not shown: --explain says why each entry passed or not. Alias:
+    `memvault search`.
     """
     vault = state.vault
     spinner = err.status("waiting for the embedding service…") if wait > 0 and not as_json else nullcontext()
     with spinner:
         result = vault.recall(" ".join(query), k, group=group, include_inbox=include_inbox,
-                              include_private=include_private, wait_service=wait)  # fmt: skip
+                              include_private=include_private, wait_service=wait, floor=not no_floor)  # fmt: skip
     if as_json:
         print_json(result.as_dict())
         return
-    table = Table("#", "score", "vec", "kw", "entry", box=None)
-    for rank, hit in enumerate(result.hits, 1):
-        section = f" › {hit.heading}" if hit.heading and hit.heading != hit.title else ""
-        where = f"[bold]{escape(hit.title)}[/]  [dim]{escape(hit.path + section)}[/]"
-        table.add_row(str(rank), f"{hit.score:.3f}", f"{hit.vec_score:.2f}", f"{hit.kw_score:.2f}",
-                      f"{where}\n{escape(hit.snippet)}")  # fmt: skip
-    out.print(table)
-    out.print(f"[dim]{len(result.hits)} entries, {result.mode} search, {result.ms:.0f} ms[/]")
+    if explain:
+        _explain(result)
+    else:
+        table = Table("#", "score", "vec", "kw", "entry", box=None)
+        for rank, hit in enumerate(result.hits, 1):
+            table.add_row(str(rank), f"{hit.score:.3f}", f"{hit.vec_score:.2f}", f"{hit.kw_score:.2f}", _entry(hit))
+        out.print(table)
+    below = f", {len(result.dropped)} below the relevance floor" if result.dropped else ""
+    out.print(f"[dim]{len(result.hits)} entries{below}, {result.mode} search, {result.ms:.0f} ms[/]")
     if result.reason:
         err.print(f"[yellow]note:[/] {result.reason}")
+    elif result.dropped and not explain:
+        err.print("[dim]--explain shows why each entry passed or not; --no-floor shows them all[/]")
+
+
+def _entry(hit: Any) -> str:
+    section = f" › {hit.heading}" if hit.heading and hit.heading != hit.title else ""
+    return f"[bold]{escape(hit.title)}[/]  [dim]{escape(hit.path + section)}[/]\n{escape(hit.snippet)}"
+
+
+def _explain(result: Any) -> None:
+    """Every hit of the top k, passed or not, with the raw signals the floor judged."""
+    table = Table("#", "cosine", "keywords", "exact", "entry", box=None)
+    ranked = sorted([*result.hits, *result.dropped], key=lambda h: -h.score)
+    for rank, hit in enumerate(ranked, 1):
+        passed = hit in result.hits
+        verdict = f"[green]passed[/]: {escape(hit.why)}" if passed else f"[red]below the floor[/]: {escape(hit.why)}"
+        cosine = "–" if hit.cosine is None else f"{hit.cosine:.2f}"
+        table.add_row(str(rank), cosine, f"{hit.coverage:.2f}", "yes" if hit.identifier else "",
+                      f"{_entry(hit)}\n{verdict}")  # fmt: skip
+    out.print(table)
 
 
 cli.add_command(recall, name="search")

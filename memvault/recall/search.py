@@ -16,10 +16,14 @@ from memvault.index import chunking, db
 from memvault.index.core import CorruptIndex, Index, open_reader
 from memvault.index.schema import INBOX, PRIVATE, VEC_TABLE, VISIBLE, NoteRow
 
-from . import fusion
+from . import fusion, relevance
 
 CANDIDATES = 100  # notes taken from each side before fusion (LoCoMo R@10 +0.002 over 50, no latency cost)
 CHUNKS_PER_NOTE = 3  # vector side: how many chunks to fetch per wanted note
+FLOOR_REASON = "nothing passed the relevance floor"  # how a result emptied by the floor starts its reason
+# bm25 column weights: title, tags, heading path, the chunk's text, its neighbours' window (index.chunking)
+BM25_WEIGHTS = "4.0, 3.0, 2.0, 1.0, 0.4"
+COORD = "note"  # experiment: "chunk"
 # (query text, timeout in seconds) → (model name, float32 blob), or None when no vector is available in time.
 QueryEmbedder = Callable[[str, float], "tuple[str, bytes] | None"]
 # (index, query vector, how many, highest visibility level, group or None) → {chunk id: cosine distance}, nearest
@@ -39,6 +43,14 @@ class Options:
     vector_weight: float = 0.7
     keyword_weight: float = 0.3
     budget_ms: float = 300.0
+    # The relevance floor (see `relevance.Floor`); min_relevance 0 (the default here) turns it off.
+    min_relevance: float = 0.0
+    coverage_weight: float = relevance.COVERAGE_WEIGHT
+    min_coverage: float = relevance.MIN_COVERAGE
+
+    @property
+    def floor(self) -> relevance.Floor:
+        return relevance.Floor(self.min_relevance, self.coverage_weight, self.min_coverage)
 
 
 def options_from(data: dict[str, object]) -> Options:
@@ -75,9 +87,15 @@ class Hit:
     kw_score: float
     snippet: str
     heading: str = ""
+    chunk: int = 0  # which chunk of the note the snippet comes from (its position, 0 = first)
     kind: str | None = None
     group: str | None = None
     always_load: bool = False
+    # The raw signals of that chunk the relevance floor judged (see `relevance`), and its verdict in words.
+    cosine: float | None = None
+    coverage: float = 0.0
+    identifier: bool = False
+    why: str = ""
 
     def as_dict(self) -> dict[str, object]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -86,6 +104,7 @@ class Hit:
 @dataclass
 class Result:
     hits: list[Hit] = field(default_factory=list)
+    dropped: list[Hit] = field(default_factory=list)  # among the top k, the hits below the relevance floor
     mode: str = "none"  # "hybrid", "keyword", "vector" or "none"
     partial: bool = False  # a part was skipped (budget, service down, model change); see `reason`
     reason: str | None = None
@@ -97,6 +116,7 @@ class Result:
         return {
             "mode": self.mode, "partial": self.partial, "reason": self.reason, "vec_hits": self.vec_hits,
             "kw_hits": self.kw_hits, "ms": round(self.ms, 1), "hits": [h.as_dict() for h in self.hits],
+            "dropped": [h.as_dict() for h in self.dropped],
         }  # fmt: skip
 
 
@@ -116,9 +136,12 @@ def recall(
     vector_job = _VectorJob(embed, query, space[0] if space else None, deadline) if embed and space else None
     keyword = _keyword(index, terms, options)
     vector: dict[int, tuple[float, int]] = {}
+    blob: bytes | None = None
     if vector_job is not None:
         blob, why = vector_job.result()
-        if blob is not None and time.monotonic() < deadline:
+        if blob is not None and time.monotonic() >= deadline:
+            blob = None
+        if blob is not None:
             vector = _vector(index, blob, options, nearest or sqlite_nearest)
         else:
             result.partial, result.reason = True, why or "time budget spent before the vector search"
@@ -136,12 +159,23 @@ def recall(
         method=options.fusion,
         vector_weight=options.vector_weight,
         keyword_weight=options.keyword_weight,
+        sizes=_sizes(index, [*vector, *keyword]) if options.fusion == "adaptive" else None,
     )
     if options.fusion == "adaptive":  # the fixed-weight fusions stay the seed's formulas, untouched
         ranked = _pin_identifiers(index, query, ranked, keyword)
-    result.hits = _hits(index, ranked[: options.k], vector, keyword, terms)
+    hits = _hits(index, query, ranked[: options.k], vector, keyword, terms, blob, options.floor)
+    floor = options.floor
+    result.hits = [h for h in hits if not floor.on or relevance.verdict(_signals(h), floor)[0]]
+    result.dropped = [h for h in hits if h not in result.hits]
+    if hits and not result.hits:
+        best = max(hits, key=lambda h: relevance.relevance(_signals(h), floor))
+        result.reason = f"{FLOOR_REASON} (best: {best.why})"
     result.ms = (time.monotonic() - started) * 1000
     return result
+
+
+def _signals(hit: Hit) -> relevance.Signals:
+    return relevance.Signals(hit.cosine, hit.coverage, hit.identifier)
 
 
 class _VectorJob:
@@ -187,6 +221,15 @@ def _pin_identifiers(
     return [r for r in ranked if r[0] in exact] + [r for r in ranked if r[0] not in exact]
 
 
+def _sizes(index: Index, notes: list[int]) -> dict[int, int]:
+    """note id → its number of chunks."""
+    ids = list(dict.fromkeys(notes))
+    if not ids:
+        return {}
+    sql = f"SELECT note_id, count(*) FROM chunks WHERE note_id IN ({','.join('?' * len(ids))}) GROUP BY note_id"
+    return {int(n): int(c) for n, c in index.conn.execute(sql, ids)}
+
+
 def _levels(options: Options) -> list[int]:
     """The visibility levels (see index.NoteRow.visibility) these options let into the result."""
     return [VISIBLE] + ([INBOX] if options.include_inbox else []) + ([PRIVATE] if options.include_private else [])
@@ -214,7 +257,7 @@ def _keyword(index: Index, terms: list[str], options: Options) -> dict[int, tupl
         return {}
     where, params = _allowed(options)
     limit = (CANDIDATES + len(options.exclude)) * CHUNKS_PER_NOTE
-    rank = "bm25(chunks_fts, 4.0, 3.0, 2.0, 1.0)"
+    rank = f"bm25(chunks_fts, {BM25_WEIGHTS})"
     joined = "JOIN chunks c ON c.id = f.rowid JOIN notes n ON n.id = c.note_id"
     # Fast path: rank inside FTS5 first, then filter the top chunks (half the time at 20k notes). A
     # narrow scope (a group) or a vault of mostly hidden notes can filter too many: rank after filtering.
@@ -227,11 +270,34 @@ def _keyword(index: Index, terms: list[str], options: Options) -> dict[int, tupl
     rows = [] if options.group else index.conn.execute(fast, [match, limit, *params]).fetchall()
     if options.group or len({r[0] for r in rows}) < CANDIDATES:
         rows = index.conn.execute(full, [match, *params, limit]).fetchall()
+    if COORD == "chunk":
+        return _coord_chunks(index, [r for r in rows if r[3] not in options.exclude], terms)
     out: dict[int, tuple[float, int]] = {}
     for note_id, chunk_id, score, path in rows:
         if path not in options.exclude and note_id not in out:
             out[note_id] = (float(score), chunk_id)
     return _coord(index, dict(list(out.items())[:CANDIDATES]), terms)
+
+
+def _coord_chunks(index: Index, rows: list[tuple[int, int, float, str]], terms: list[str]) -> dict[int, tuple[float, int]]:
+    """Each chunk's bm25 scaled by the share of the query's terms that chunk contains; a note by its best chunk."""
+    if len(terms) < 2:
+        matched = {r[1]: 1.0 for r in rows}
+    else:
+        ids = [r[1] for r in rows]
+        count = dict.fromkeys(ids, 0)
+        sql = f"SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? AND rowid IN ({','.join('?' * len(ids))})"
+        for term in terms:
+            for (chunk_id,) in index.conn.execute(sql, [chunking.fts_query([term]) or "", *ids]):
+                count[chunk_id] += 1
+        matched = {c: n / len(terms) for c, n in count.items()}
+    out: dict[int, tuple[float, int]] = {}
+    for note_id, chunk_id, score, _ in rows:
+        scaled = float(score) * matched[chunk_id]
+        if note_id not in out or scaled > out[note_id][0]:
+            out[note_id] = (scaled, chunk_id)
+    best = sorted(out.items(), key=lambda item: -item[1][0])[:CANDIDATES]
+    return dict(best)
 
 
 def _coord(index: Index, found: dict[int, tuple[float, int]], terms: list[str]) -> dict[int, tuple[float, int]]:
@@ -290,19 +356,40 @@ def sqlite_nearest(index: Index, blob: bytes, limit: int, cap: int, group: str |
 
 def _hits(
     index: Index,
+    query: str,
     ranked: list[tuple[int, float]],
     vector: dict[int, tuple[float, int]],
     keyword: dict[int, tuple[float, int]],
     terms: list[str],
+    blob: bytes | None,
+    floor: relevance.Floor,
 ) -> list[Hit]:
+    """The ranked notes as hits, each with the chunk that best shows why it is relevant and that chunk's signals."""
     kw_top = max((s for s, _ in keyword.values()), default=0.0) or 1.0
+    choices = {n: list(dict.fromkeys(side[n][1] for side in (keyword, vector) if n in side)) for n, _ in ranked}
+    chunk_ids = [c for options in choices.values() for c in options]
+    words = relevance.terms(index, terms)
+    covered = relevance.coverage(index, words, chunk_ids)
+    exact = relevance.identifier_chunks(index, query, chunk_ids)
+    near: dict[int, float] = {}  # the cosine of every candidate chunk, when there is a query vector
+    if blob is not None:
+        known = {chunk: score for score, chunk in vector.values()}
+        near = {c: known[c] for c in chunk_ids if c in known}
+        near.update(relevance.cosines(index, blob, [c for c in chunk_ids if c not in known]))
     hits = []
     for note_id, score in ranked:
         path, title, kind, grp, always = index.conn.execute(
             "SELECT path, title, kind, grp, always_load FROM notes WHERE id = ?", (note_id,)
         ).fetchone()
-        chunk_id = (keyword.get(note_id) or vector[note_id])[1]
-        heading, text = index.conn.execute("SELECT heading, text FROM chunks WHERE id = ?", (chunk_id,)).fetchone()
+        signals = {
+            c: relevance.Signals(near.get(c) if blob is not None else None, covered.get(c, 0.0), c in exact)
+            for c in choices[note_id]
+        }
+        chunk_id = max(signals, key=lambda c: (signals[c].identifier, relevance.relevance(signals[c], floor)))
+        seq, heading, text = index.conn.execute(
+            "SELECT seq, heading, text FROM chunks WHERE id = ?", (chunk_id,)
+        ).fetchone()
+        chosen = signals[chunk_id]
         hits.append(
             Hit(
                 path=path,
@@ -312,9 +399,14 @@ def _hits(
                 kw_score=round(keyword.get(note_id, (0.0, 0))[0] / kw_top, 4),
                 snippet=chunking.snippet(text, terms),
                 heading=heading,
+                chunk=seq,
                 kind=kind,
                 group=grp,
                 always_load=bool(always),
+                cosine=None if chosen.cosine is None else round(chosen.cosine, 4),
+                coverage=round(chosen.coverage, 4),
+                identifier=chosen.identifier,
+                why=relevance.verdict(chosen, floor)[1],
             )
         )
     return hits
