@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-LOCOMO = REPO.parent / "shared" / "data" / "locomo" / "locomo10.json"
+LOCOMO = REPO.parent / "shared" / "data" / "locomo" / "locomo10.json"  # beside the checkout; bench_hooks: --locomo
 PROBE = REPO / "scripts" / "prompt_probe.py"
 TAGS = ["python", "postgres", "billing", "search", "ci", "docker", "testing", "frontend", "infra", "oncall"]
 PROMPTS = [
