@@ -103,6 +103,9 @@ def main() -> int:
     parser.add_argument("--keep", type=Path, help="keep (and reuse) the vaults and state under this folder")
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument("--locomo", type=Path, default=bl.LOCOMO, help="LoCoMo's locomo10.json (the notes' text)")
+    parser.add_argument(
+        "--budget-ms", type=int, default=300, help="recall.prompt_budget_ms; raise it on a loaded machine"
+    )
     args = parser.parse_args()
     if not args.locomo.is_file():
         print(f"skipped: {args.locomo} not found (pass --locomo PATH)")
@@ -112,7 +115,9 @@ def main() -> int:
     home = base / "home"
     vault, donor = base / f"vault-{args.size}", base / "vault-1000"
     home.mkdir(parents=True, exist_ok=True)
-    (home / "config.yaml").write_text(f"vault:\n  root: {vault}\n", encoding="utf-8")
+    (home / "config.yaml").write_text(
+        f"vault:\n  root: {vault}\nrecall:\n  prompt_budget_ms: {args.budget_ms}\n", encoding="utf-8"
+    )
     env = {**os.environ, "MEMVAULT_HOME": str(home), "HF_HUB_OFFLINE": "1"}
     for var in ("MEMVAULT_VAULT", "MEMVAULT_CONFIG", "MEMVAULT_ENABLED"):
         env.pop(var, None)

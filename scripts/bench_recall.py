@@ -24,7 +24,7 @@ from typing import Any
 
 from memvault.index import chunking, embed, sync
 from memvault.index import core as ix
-from memvault.recall import fusion, search
+from memvault.recall import fusion, relevance, search
 from memvault.store import disk
 
 HERE = Path(__file__).resolve().parent
@@ -267,16 +267,23 @@ def run_queries(built: Built, corpus: Corpus, embedder: embed.Embedder, modes: S
         search.recall(built.index, q.text, mode_options("rrf", q.group, k)[0], query_vector)
     ranked: dict[str, list[list[str]]] = {}
     captures: list[Capture] = []
+    floor = relevance.Floor(relevance.MIN_RELEVANCE, relevance.COVERAGE_WEIGHT, relevance.MIN_COVERAGE)
     for mode in dict.fromkeys(["adaptive", *modes]):  # the first pass also records fusion's inputs
         out: list[list[str]] = []
+        floored: list[list[str]] = []  # the same hits, less those below the shipped relevance floor
         started = time.perf_counter()
         with capturing(captures) if mode == "adaptive" else _nothing():
             for q in corpus.queries:
                 options, use_vector = mode_options(mode, q.group, k)
                 res = search.recall(built.index, q.text, options, query_vector if use_vector else None)
                 out.append([corpus.item(h) for h in res.hits])
+                signals = [relevance.Signals(h.cosine, h.coverage, h.identifier) for h in res.hits]
+                passed = [h for h, sig in zip(res.hits, signals, strict=True) if relevance.verdict(sig, floor)[0]]
+                floored.append([corpus.item(h) for h in passed])
         seconds[mode] = time.perf_counter() - started
         ranked[mode] = out
+        if mode in ("adaptive", "keyword"):
+            ranked[f"{mode} + floor"] = floored
     # The pure sides, straight from the captured candidates: keyword-only and vector-only must equal them.
     pure = {
         "keyword": [[built.path_of[n] for n in _order(c.keyword)][:k] for c in captures],
@@ -288,7 +295,7 @@ def run_queries(built: Built, corpus: Corpus, embedder: embed.Embedder, modes: S
         if m in ranked
     }
     if "adaptive" not in modes:
-        del ranked["adaptive"]
+        del ranked["adaptive"], ranked["adaptive + floor"]
         seconds.pop("adaptive")
     return Run(ranked, seconds, captures, mismatches)
 

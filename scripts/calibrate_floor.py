@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import random
 import shutil
 import sys
@@ -131,10 +132,14 @@ def collect(args: argparse.Namespace, embedder: embed.Embedder, work: Path) -> l
     built = br.build(prefs, work, embedder, args.cache, "")
     vaults.append((prefs.name, built.index, prefs))
     held_prefs = heldout_queries(len(prefs.queries))
-    positives.append((prefs.name, prefs, [(q, "heldout" if i in held_prefs else "dev") for i, q in enumerate(prefs.queries)]))
+    positives.append(
+        (prefs.name, prefs, [(q, "heldout" if i in held_prefs else "dev") for i, q in enumerate(prefs.queries)])
+    )
     vaults.append(("example-vault", example_vault(work, embedder, args.cache), None))
 
-    texts = list(dict.fromkeys([q.text for _, _, asked in positives for q, _ in asked] + [p["text"] for p in negatives]))
+    texts = list(
+        dict.fromkeys([q.text for _, _, asked in positives for q, _ in asked] + [p["text"] for p in negatives])
+    )
     started = time.perf_counter()
     vectors = dict(zip(texts, embedder.encode(texts), strict=True))
     print(f"embedded {len(texts)} prompts in {time.perf_counter() - started:.0f} s")
@@ -186,28 +191,32 @@ def select(rows: list[Asked], **what: str) -> list[Asked]:
     return [r for r in rows if all(getattr(r, key) == value for key, value in what.items())]
 
 
-def worst_vault(rows: list[Asked], floor: relevance.Floor | None, part: str, mode: str) -> float:
-    names = sorted({r.vault for r in rows})
-    return max(injecting(select(rows, kind="negative", part=part, mode=mode, vault=n), floor) for n in names)
-
-
-def lowest(values: Iterable[float], ok: Any) -> float | None:
-    """The lowest threshold in `values` (ascending) for which `ok(threshold)` holds."""
-    for value in values:
-        if ok(value):
-            return value
-    return None
+def needed(rows: list[Asked], score: Any, bound: float, grid: list[float]) -> float | None:
+    """The lowest threshold on `grid` at which at most `bound` of the negative `rows` have a hit scoring at or
+    above it (`score(hit)`; an exact identifier always passes), in every vault; None if none is enough."""
+    worst = 0.0
+    for vault in sorted({r.vault for r in rows}):
+        tops = sorted(
+            (max((math.inf if h.identifier else score(h) for h in r.hits), default=-math.inf)
+             for r in rows if r.vault == vault),
+            reverse=True,
+        )  # fmt: skip
+        allowed = int(bound * len(tops))  # this many may still inject
+        if allowed < len(tops):
+            worst = max(worst, tops[allowed])
+    return next((t for t in grid if t > worst and t > 0), None)
 
 
 def fit(rows: list[Asked], bound: float) -> tuple[relevance.Floor, list[dict[str, float]]]:
     """β, τ for hybrid recall and κ for keyword-only recall, from the dev rows only (see the module docstring)."""
-    grid = [round(0.005 * i, 3) for i in range(0, 301)]
+    grid = [round(0.005 * i, 3) for i in range(0, 401)]
     locomo_dev = [r for r in select(rows, kind="positive", part="dev", mode="hybrid") if r.vault != "preference"]
     prefs_dev = select(rows, kind="positive", part="dev", mode="hybrid", vault="preference")
+    negatives = select(rows, kind="negative", part="dev", mode="hybrid")
     table = []
     best: tuple[float, float, float] | None = None
     for beta in BETAS:
-        tau = lowest(grid, lambda t, b=beta: t > 0 and worst_vault(rows, relevance.Floor(t, b), "dev", "hybrid") <= bound)
+        tau = needed(negatives, lambda h, b=beta: (h.cosine or 0.0) + b * h.coverage, bound, grid)
         if tau is None:
             continue
         floor = relevance.Floor(tau, beta)
@@ -217,7 +226,8 @@ def fit(rows: list[Asked], bound: float) -> tuple[relevance.Floor, list[dict[str
             best = (beta, tau, kept)
     if best is None:
         raise SystemExit("no floor on the grid meets the bound")
-    kappa = lowest(grid, lambda c: c > 0 and worst_vault(rows, relevance.Floor(1.0, best[0], c), "dev", "keyword") <= bound)
+    keyword = select(rows, kind="negative", part="dev", mode="keyword")
+    kappa = needed(keyword, lambda h: h.coverage, bound, grid)
     return relevance.Floor(best[1], best[0], kappa if kappa is not None else 1.0), table
 
 
@@ -245,21 +255,35 @@ def report(rows: list[Asked], floor: relevance.Floor) -> dict[str, Any]:
         for mode in ("hybrid", "keyword"):
             for part in ("dev", "heldout"):
                 sel = select(rows, kind="negative", vault=name, mode=mode, part=part)
-                out["negatives"][f"{name}/{mode}/{part}"] = {"none": injecting(sel, None), "floor": injecting(sel, floor)}
+                out["negatives"][f"{name}/{mode}/{part}"] = {
+                    "none": injecting(sel, None),
+                    "floor": injecting(sel, floor),
+                }
     cats = {0: "all", 1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
     lines = []
     for name in sorted({r.vault for r in rows if r.kind == "positive"}):
         for mode in ("hybrid", "keyword"):
             for part in ("dev", "heldout"):
                 sel = select(rows, kind="positive", vault=name, mode=mode, part=part)
-                per = {c: [r for r in sel if c == 0 or r.category == c] for c in cats} if name != "preference" else {0: sel}
+                per = (
+                    {c: [r for r in sel if c == 0 or r.category == c] for c in cats}
+                    if name != "preference"
+                    else {0: sel}
+                )
                 cells = {c: (recall_at(v, None), recall_at(v, floor)) for c, v in per.items()}
-                out["positives"][f"{name}/{mode}/{part}"] = {cats[c]: {"none": a, "floor": b} for c, (a, b) in cells.items()}
-                lines.append([name, mode, part, str(len(sel))]
-                             + [f"{a:.3f} → {b:.3f}" for a, b in (cells.get(c, (float('nan'),) * 2) for c in cats)])  # fmt: skip
+                out["positives"][f"{name}/{mode}/{part}"] = {
+                    cats[c]: {"none": a, "floor": b} for c, (a, b) in cells.items()
+                }
+                shown = [cells.get(c, (float("nan"), float("nan"))) for c in cats]
+                lines.append([name, mode, part, str(len(sel)), *(f"{a:.3f} → {b:.3f}" for a, b in shown)])
     br.table("questions with an answer: R@10 without → with the floor",
              ["vault", "mode", "part", "n", *cats.values()], lines)  # fmt: skip
     return out
+
+
+def load_row(raw: dict[str, Any]) -> Asked:
+    hits = [Hit(**{**h, "keys": frozenset(h["keys"])}) for h in raw["hits"]]
+    return Asked(**{**raw, "targets": frozenset(raw["targets"]), "hits": hits})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -272,8 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.rows:
         saved = json.loads(args.rows.read_text(encoding="utf-8"))["rows"]
-        rows = [Asked(**{**r, "targets": frozenset(r["targets"]),
-                         "hits": [Hit(**{**h, "keys": frozenset(h["keys"])}) for h in r["hits"]]}) for r in saved]  # fmt: skip
+        rows = [load_row(r) for r in saved]
     else:
         embedder = embed.load()
         with tempfile.TemporaryDirectory(prefix="memvault-floor-") as tmp:
