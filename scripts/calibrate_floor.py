@@ -13,9 +13,11 @@ IDF-weighted keyword coverage, exact identifier.
 The floor is fitted on the dev parts only (LoCoMo: seven of the ten conversations; the preference
 queries and the unrelated prompts: their seeded 70 % dev split), then reported on dev and held-out:
   - hybrid recall: relevance = cosine + β × coverage ≥ τ. For every β on a grid, τ is the lowest
-    value that keeps the share of dev unrelated prompts injecting anything, in every vault, at or
-    below --max-injecting; the β whose τ keeps the most LoCoMo evidence (R@10) wins;
-  - keyword-only recall (service down): coverage ≥ κ, the lowest κ meeting the same bound.
+    value that keeps the share of dev unrelated prompts injecting anything (every prompt against
+    every vault, pooled) at or below --max-injecting; the β whose τ keeps the most LoCoMo evidence
+    (R@10) wins;
+  - keyword-only recall (service down): coverage ≥ κ, the lowest κ meeting the same bound, or, where
+    none does, the lowest κ within half a point of the lowest rate any κ reaches.
 The chosen values are the defaults of `recall.min_relevance`, `recall.coverage_weight` and
 `recall.min_coverage` (memvault/config.py). LoCoMo is read from --locomo, else from
 ../shared/data/locomo/locomo10.json beside the checkout; without it that part is skipped with one line.
@@ -192,18 +194,14 @@ def select(rows: list[Asked], **what: str) -> list[Asked]:
 
 
 def needed(rows: list[Asked], score: Any, bound: float, grid: list[float]) -> float | None:
-    """The lowest threshold on `grid` at which at most `bound` of the negative `rows` have a hit scoring at or
-    above it (`score(hit)`; an exact identifier always passes), in every vault; None if none is enough."""
-    worst = 0.0
-    for vault in sorted({r.vault for r in rows}):
-        tops = sorted(
-            (max((math.inf if h.identifier else score(h) for h in r.hits), default=-math.inf)
-             for r in rows if r.vault == vault),
-            reverse=True,
-        )  # fmt: skip
-        allowed = int(bound * len(tops))  # this many may still inject
-        if allowed < len(tops):
-            worst = max(worst, tops[allowed])
+    """The lowest threshold on `grid` at which at most `bound` of the negative `rows` (every prompt against
+    every vault, pooled) have a hit scoring at or above it (`score(hit)`; an exact identifier always passes)."""
+    tops = sorted(
+        (max((math.inf if h.identifier else score(h) for h in r.hits), default=-math.inf) for r in rows),
+        reverse=True,
+    )
+    allowed = int(bound * len(tops))  # this many may still inject
+    worst = tops[allowed] if allowed < len(tops) else -math.inf
     return next((t for t in grid if t > worst and t > 0), None)
 
 
@@ -227,8 +225,12 @@ def fit(rows: list[Asked], bound: float) -> tuple[relevance.Floor, list[dict[str
     if best is None:
         raise SystemExit("no floor on the grid meets the bound")
     keyword = select(rows, kind="negative", part="dev", mode="keyword")
-    kappa = needed(keyword, lambda h: h.coverage, bound, grid)
-    return relevance.Floor(best[1], best[0], kappa if kappa is not None else 1.0), table
+    kappa = needed(keyword, lambda h: h.coverage, bound, [c for c in grid if c <= 1])  # coverage is at most 1
+    if kappa is None:  # coverage alone cannot meet the bound: the lowest κ within 0.5 point of the best rate
+        rates = {c: injecting(keyword, relevance.Floor(1.0, best[0], c)) for c in grid if 0 < c <= 1}
+        kappa = min(c for c, rate in rates.items() if rate <= min(rates.values()) + 0.005)
+        print(f"keyword-only: no coverage threshold meets {bound:.0%}; κ = {kappa} (dev {rates[kappa]:.3f})")
+    return relevance.Floor(best[1], best[0], kappa), table
 
 
 # ---- report ------------------------------------------------------------------------------------------------

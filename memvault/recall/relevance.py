@@ -32,7 +32,7 @@ class Signals(NamedTuple):
 
 
 # The calibrated floor (scripts/calibrate_floor.py); `recall.*` in the config has the same defaults.
-MIN_RELEVANCE, COVERAGE_WEIGHT, MIN_COVERAGE = 0.45, 0.5, 0.5
+MIN_RELEVANCE, COVERAGE_WEIGHT, MIN_COVERAGE = 0.435, 0.2, 0.655
 
 
 class Floor(NamedTuple):
