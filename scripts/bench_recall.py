@@ -473,8 +473,6 @@ def apply_experiments(args: argparse.Namespace) -> str:
     if args.chunk_chars is not None:
         chunking.MAX_CHUNK_CHARS = args.chunk_chars
         tag += f"-chunk{args.chunk_chars}"
-    if args.coord:
-        search.COORD = args.coord
     if args.chance is not None:
         fusion.CHANCE = args.chance
     if args.embed_chars is not None:
@@ -506,7 +504,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--context-chars", type=int, help="experiment: chunking.CONTEXT_CHARS (0: no neighbours)")
     parser.add_argument("--chunk-chars", type=int, help="experiment: chunking.MAX_CHUNK_CHARS")
     parser.add_argument("--embed-chars", type=int, help="experiment: chunking.EMBED_CHARS")
-    parser.add_argument("--coord", choices=("note", "chunk"), help="experiment: search.COORD")
     parser.add_argument("--chance", type=float, help="experiment: fusion.CHANCE (the discount per chance)")
     args = parser.parse_args(argv)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
