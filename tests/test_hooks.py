@@ -392,7 +392,7 @@ def test_prompt_recall_is_hybrid_with_the_service_and_keeps_the_budget_when_it_h
         assert unrelated.returncode == 0 and unrelated.stdout == ""  # the example: nothing injected
         record = log_records("UserPromptSubmit")[-1]
         assert record["mode"] == "hybrid" and record["injected"] == [] and len(record["dropped"]) == 5
-        assert record["reason"].startswith("nothing passed the relevance floor (best: cosine")
+        assert "nothing passed the relevance floor (best: cosine" in record["reason"]
 
         pid = client.read_info()["pid"]
         os.kill(pid, signal.SIGSTOP)  # accepts connections (the kernel queues them) but never answers

@@ -252,7 +252,7 @@ def _recall(root: Path, folder: str, prompt: str, settings: dict[str, Any], extr
         result = scan.scan(root, folder, disk.ignore_patterns(root, tuple(settings["vault"]["ignore"])), prompt, local)
     data = result.as_dict()
     if result.mode != "none" and not (result.reason or "").startswith(("no index", "no vectors")):  # those stay
-        floor = result.reason if (result.reason or "").startswith(rc.FLOOR_REASON) else None
+        floor = next((part for part in (result.reason or "").split("; ") if part.startswith(rc.FLOOR_REASON)), None)
         data.update(partial=True, reason=f"{reason}; {floor}" if floor else reason)
     return data
 

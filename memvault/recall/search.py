@@ -171,7 +171,8 @@ def recall(
     result.dropped = [h for h in hits if h not in result.hits]
     if hits and not result.hits:
         best = max(hits, key=lambda h: relevance.relevance(_signals(h), floor))
-        result.reason = f"{FLOOR_REASON} (best: {best.why})"
+        floor_reason = f"{FLOOR_REASON} (best: {best.why})"
+        result.reason = f"{result.reason}; {floor_reason}" if result.reason else floor_reason
     result.ms = (time.monotonic() - started) * 1000
     return result
 
