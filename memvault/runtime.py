@@ -14,11 +14,13 @@ import re
 import time
 import zlib
 from collections.abc import Iterator
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 from memvault import paths
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING (mypy reads it so) without importing typing at run time
+if TYPE_CHECKING:  # not imported at run time (the prompt path)
+    from typing import Any
 
 SESSIONS, LOGS = "sessions", "logs"
 SETTINGS_CACHE = "hook-settings.json"
@@ -169,7 +171,12 @@ def set_warning(key: str, text: str | None) -> None:
 
 
 def now_iso() -> str:
-    return datetime.now(timezone.utc).astimezone().isoformat(timespec="milliseconds")
+    """Local time with milliseconds and offset, `2026-11-21T14:03:07.412+01:00` (no datetime import: hooks)."""
+    now = time.time()
+    local = time.localtime(now)
+    offset = time.strftime("%z", local)
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", local)
+    return f"{stamp}.{int(now % 1 * 1000):03d}{offset[:3]}:{offset[3:]}"
 
 
 def log_dir() -> Path:

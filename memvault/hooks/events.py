@@ -14,12 +14,17 @@ import os
 import re
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TextIO
 
 from memvault import paths, runtime
 from memvault.text import bounded_query, plural
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING (mypy reads it so) without importing typing at run time
+if TYPE_CHECKING:  # typing is not imported at run time: every millisecond of a hook's start counts
+    from typing import Any, TextIO
+
+    Output = dict[str, Any]
 
 _IMPORTED = time.monotonic()
 STARTUP_MS = 75  # interpreter start and imports before `main` runs, plus printing: kept out of the recall budget
@@ -28,11 +33,11 @@ STARTUP_MS = 75  # interpreter start and imports before `main` runs, plus printi
 VECTOR_MIN_SHARE = 0.6
 FALLBACK_MS = 90  # kept back from the service's share of the budget for a keyword-only recall here (imports + FTS)
 PROMPT_CHARS = 160  # how much of a prompt the log keeps (secrets redacted) for `memvault inspect`
+# The recall settings passed to recall as they are: the fusion, and the relevance floor.
+RECALL_KEYS = ("fusion", "vector_weight", "keyword_weight", "min_relevance", "coverage_weight", "min_coverage")
 
 # Every rule in secrets.py needs an "=" or ":", a PEM fence, or a run of 12+ non-space characters.
 _MAYBE_SECRET = re.compile(r"[=:]|-----|\S{12,}")
-
-Output = dict[str, Any]
 
 
 class Skip(Exception):
@@ -213,11 +218,10 @@ def user_prompt_submit(payload: dict[str, Any], settings: dict[str, Any], record
         mode=result["mode"],
         vec_hits=result["vec_hits"],
         kw_hits=result["kw_hits"],
+        recall_ms=result.get("ms"),
         deduped=[h["path"] for h in result["hits"] if h["path"] in already],
-        injected=[
-            {"path": h["path"], "title": h["title"], "score": h["score"], "vec": h["vec_score"], "kw": h["kw_score"]}
-            for h in kept
-        ],
+        injected=[_logged(h) for h in kept],
+        dropped=[_logged(h) for h in result.get("dropped", [])],  # below the relevance floor
         reason=result["reason"],
         result="partial" if result["partial"] else "success",
     )
@@ -229,6 +233,14 @@ def user_prompt_submit(payload: dict[str, Any], settings: dict[str, Any], record
         "hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": context},
         "systemMessage": f"Loaded {plural(len(kept), 'relevant entry')}: {names}",
     }
+
+
+def _logged(hit: Mapping[str, Any]) -> dict[str, Any]:
+    """What the log keeps of a hit: enough for `memvault inspect` to say why it was, or was not, injected."""
+    return {
+        "path": hit["path"], "title": hit["title"], "score": hit["score"], "vec": hit["vec_score"],
+        "kw": hit["kw_score"], "cosine": hit.get("cosine"), "coverage": hit.get("coverage"), "why": hit.get("why"),
+    }  # fmt: skip
 
 
 def _recall(root: Path, folder: str, prompt: str, settings: dict[str, Any], extra: int) -> dict[str, Any]:
@@ -244,9 +256,7 @@ def _recall(root: Path, folder: str, prompt: str, settings: dict[str, Any], extr
     budget_ms = recall["prompt_budget_ms"] - (time.monotonic() - _IMPORTED) * 1000 - STARTUP_MS
     options: dict[str, Any] = {
         "k": recall["k"] + extra,
-        "fusion": recall["fusion"],
-        "vector_weight": recall["vector_weight"],
-        "keyword_weight": recall["keyword_weight"],
+        **{key: recall[key] for key in RECALL_KEYS},
     }
     index_file = _index_file(root, folder, settings)
     if budget_ms < VECTOR_MIN_SHARE * recall["prompt_budget_ms"]:
@@ -274,7 +284,8 @@ def _recall(root: Path, folder: str, prompt: str, settings: dict[str, Any], extr
         result = scan.scan(root, folder, disk.ignore_patterns(root, tuple(settings["vault"]["ignore"])), prompt, local)
     data = result.as_dict()
     if result.mode != "none" and not (result.reason or "").startswith(("no index", "no vectors")):  # those stay
-        data.update(partial=True, reason=reason)
+        floor = next((part for part in (result.reason or "").split("; ") if part.startswith(rc.FLOOR_REASON)), None)
+        data.update(partial=True, reason=f"{reason}; {floor}" if floor else reason)
     return data
 
 

@@ -14,7 +14,7 @@ from memvault.index.schema import NoteRow, place
 from memvault.store import privacy
 from memvault.text import bounded_query
 
-from . import search
+from . import relevance, search
 
 
 def scan(root: Path, folder: str, ignore: tuple[str, ...], query: str, options: search.Options) -> search.Result:
@@ -56,10 +56,19 @@ def scan(root: Path, folder: str, ignore: tuple[str, ...], query: str, options: 
             scored.append((float(score), rel, title, body))
     scored.sort(key=lambda item: (-item[0], item[1]))
     best = scored[0][0] if scored else 1.0
-    result.hits = [
-        search.Hit(rel, title, round(score / best, 4), 0.0, round(score / best, 4), chunking.snippet(body, terms))
-        for score, rel, title, body in scored[: options.k]
-    ]
+    hits = []
+    for points, rel, title, body in scored[: options.k]:
+        text = f"{title}\n{body}".lower()
+        covered = sum(t in text for t in terms) / len(terms)  # no index, so no IDF: the plain share of words
+        signals = relevance.Signals(None, covered, False)
+        hits.append(search.Hit(rel, title, round(points / best, 4), 0.0, round(points / best, 4),
+                               chunking.snippet(body, terms), coverage=round(covered, 4),
+                               why=relevance.verdict(signals, options.floor)[1]))  # fmt: skip
+    floor = options.floor
+    result.hits = [h for h in hits if not floor.on or h.coverage >= floor.min_coverage]
+    result.dropped = [h for h in hits if h not in result.hits]
+    if hits and not result.hits:
+        result.reason = f"{search.FLOOR_REASON} (best: {hits[0].why})"
     result.kw_hits, result.ms = len(scored), (time.monotonic() - started) * 1000
     return result
 

@@ -145,12 +145,14 @@ class Vault:
         include_private: bool = False,
         wait_service: float = 0.0,
         budget_ms: float | None = None,
+        floor: bool = False,
     ) -> recall_mod.Result:
         """The notes most relevant to `query`: hits with path, title, score, vec_score, kw_score and snippet.
 
         Private notes are left out unless `include_private` (never pass it for agent context).
         `wait_service` seconds may be spent starting the warm embedding service; without it the
-        result is keyword-only until the service is up.
+        result is keyword-only until the service is up. With `floor`, hits below the configured
+        relevance floor (`recall.min_relevance`) move to `result.dropped`, as the hooks do.
         """
         settings = self.config.recall
         options = recall_mod.Options(
@@ -161,6 +163,9 @@ class Vault:
             fusion=settings.fusion,
             vector_weight=settings.vector_weight,
             keyword_weight=settings.keyword_weight,
+            min_relevance=settings.min_relevance if floor else 0.0,
+            coverage_weight=settings.coverage_weight,
+            min_coverage=settings.min_coverage,
             # A person waiting for the service gets complete results; otherwise the hook's budget applies.
             budget_ms=budget_ms or (10_000 if wait_service else settings.prompt_budget_ms),
         )
