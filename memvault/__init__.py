@@ -1,17 +1,19 @@
 """MemoryVault: a permanent, human-editable memory for coding agents, kept in an Obsidian vault.
 
 The public names load lazily, so `import memvault.index.db` (on a hook's 300 ms path) does not pay for
-the vault layer's YAML, lock and config imports.
+the vault layer's YAML, lock and config imports, nor even for `typing`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING (mypy reads it so), without importing typing at run time
 
 __version__ = "0.1.0"
 __all__ = ["Entry", "MemvaultError", "NoteFile", "SafetyError", "Vault", "WriteResult", "open_vault"]
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from .errors import MemvaultError, SafetyError
     from .vault import Entry, NoteFile, Vault, WriteResult, open_vault
 

@@ -15,11 +15,12 @@ from typing import Any
 
 from memvault import runtime
 from memvault.errors import MemvaultError
-from memvault.index import catalog, embed
+from memvault.index import catalog, db, embed
 from memvault.index.schema import UNREADABLE
 from memvault.recall import analytics
 from memvault.reflect import review as review_mod
 from memvault.reflect import runner
+from memvault.reflect.state import Failures
 from memvault.store import disk, journal
 from memvault.store.model import ALWAYS_LOAD, ARCHIVE, INBOX, INCUBATOR, REVIEW, Entry, as_datetime
 from memvault.text import plural
@@ -84,6 +85,9 @@ def check(vault: Vault, *, service: bool = True, now: dt.datetime | None = None,
         problems.append(f"{vault.folder}/ does not exist in the vault: run `memvault init`")
     for path in journal.conflicts(vault.journal_dir):
         problems.append(f"an interrupted write could not be finished because the notes changed since: {path}")
+    _reflection_failures(vault, problems, warnings)
+    problems += _open_state(vault)
+    problems += _git_state(vault)
     copies = [rel for rel in listing.notes if disk.is_conflict_copy(rel)]
     if copies:
         warnings.append(f"{plural(len(copies), 'sync conflict copy')}: merge them by hand, then delete the copy")
@@ -160,6 +164,60 @@ def _miner(vault: Vault, warnings: list[str]) -> dict[str, Any]:
     return out
 
 
+STATE_EXAMPLES = 5  # paths named per permission problem
+
+
+def _open_state(vault: Vault) -> list[str]:
+    """memvault's state (this machine's: index, journals, reflection state, logs) readable by other users."""
+    import os
+    import stat
+
+    from memvault import paths
+
+    if os.name != "posix":
+        return []
+    root = paths.state_dir()
+    found: list[str] = []
+    if root.is_dir():
+        for folder, dirs, files in os.walk(root):
+            for name in [folder, *(os.path.join(folder, n) for n in dirs + files)]:
+                try:
+                    mode = os.lstat(name).st_mode
+                except OSError:
+                    continue
+                if mode & 0o077 and not stat.S_ISSOCK(mode) and not stat.S_ISLNK(mode) and name not in found:
+                    found.append(name)
+    if not found:
+        return []
+    shown = ", ".join(f"{p} ({oct(os.lstat(p).st_mode & 0o777)})" for p in found[:STATE_EXAMPLES])
+    more = f" and {len(found) - STATE_EXAMPLES} more" if len(found) > STATE_EXAMPLES else ""
+    return [f"{plural(len(found), 'file or folder', 'files or folders')} in memvault's state folder"
+            f" {'is' if len(found) == 1 else 'are'} open to other users: {shown}{more};"
+            f" run `chmod -R go-rwx {root}`"]  # fmt: skip
+
+
+def _git_state(vault: Vault) -> list[str]:
+    """A git operation left half-finished in the vault's repository (an interrupted undo, merge, rebase…)."""
+    from memvault.store import gitops
+
+    repo = gitops.repo_root(vault.root) if vault.config.git.commit == "auto" else None
+    return [f"{what} in {repo}: {hint}" for what, hint in gitops.unfinished(repo)] if repo else []
+
+
+def _reflection_failures(vault: Vault, problems: list[str], warnings: list[str]) -> None:
+    """Transcripts whose reflection keeps failing: quarantined ones are a problem, others a warning."""
+    for row in Failures.load(vault).rows():
+        where = f"{row.get('transcript')} (session {row.get('session') or '?'})"
+        if row.get("quarantined"):
+            problems.append(
+                f"reflection of {where} is quarantined after {row.get('failures')} failed passes ({row.get('error')});"
+                f" retry with `memvault reflect --session {row.get('transcript')}`"
+            )
+        else:
+            warnings.append(f"reflection of {where} failed {plural(int(row.get('failures') or 0), 'time')}:"
+                            f" {row.get('error')}")  # fmt: skip
+
+
 def _last_reflection(vault: Vault) -> dt.datetime | None:
     last = runner.last_run(vault)
     return dt.datetime.fromtimestamp(last, dt.timezone.utc) if last else None
@@ -181,7 +239,14 @@ def _index(
     try:
         stats = index.stats()
         stale, fresh = catalog.freshness(vault.root, index.rows(in_memory=False), notes)
-        folded = analytics.fold(index, vault.root)
+        try:
+            with db.busy_timeout(index.conn, 1000):
+                folded: int | None = analytics.fold(index, vault.root)
+        except db.dbapi().OperationalError as exc:  # a long write elsewhere (a reindex): count them next time
+            if not db.is_busy(exc):
+                raise
+            folded = None
+            warnings.append("another process is writing the index: recall counts were not brought up to date")
         counted = analytics.recalled(index)
         info = {
             **stats,

@@ -74,12 +74,72 @@ def index_file(vault_root: Path, folder: str, location: str) -> Path:
     return vault_state_dir(vault_root) / INDEX_FILE
 
 
+PRIVATE_DIR, PRIVATE_FILE = 0o700, 0o600
+
+
 def ensure_private_dir(path: Path) -> Path:
-    """Create `path` (and parents) readable by the current user only."""
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    """Create `path` and any missing parents, each readable by the current user only from birth.
+
+    Umask-independent: every folder created here is chmod-ed to 0700 (the umask can only narrow the
+    mode `mkdir` gets, and a umask such as 0277 would leave it unusable). Inside the state folder,
+    every folder from the state folder down to `path` is brought to 0700, which also heals folders an
+    older release created with the umask's bits.
+    """
+    missing: list[Path] = []
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        missing.append(probe)
+        probe = probe.parent
+    for folder in reversed(missing):
+        try:
+            folder.mkdir(mode=PRIVATE_DIR)
+        except FileExistsError:
+            pass  # made by another process meanwhile
+        else:
+            _chmod(folder, PRIVATE_DIR)
     if os.name == "posix":
-        os.chmod(path, 0o700)
+        for folder in _within_state(path):
+            _chmod(folder, PRIVATE_DIR)
+        _chmod(path, PRIVATE_DIR)
     return path
+
+
+def create_private_file(path: Path) -> Path:
+    """Create `path` empty and user-only (0600) if it does not exist; its folder is made private too."""
+    ensure_private_dir(path.parent)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), PRIVATE_FILE)
+    except FileExistsError:
+        return path
+    try:
+        if os.name == "posix":
+            os.fchmod(fd, PRIVATE_FILE)
+    finally:
+        os.close(fd)
+    return path
+
+
+def _within_state(path: Path) -> list[Path]:
+    """The folders from the state folder down to `path` (none when `path` is not inside it)."""
+    base = state_dir()
+    try:
+        rel = Path(os.path.abspath(path)).relative_to(os.path.abspath(base))
+    except ValueError:
+        return []
+    folders = [Path(os.path.abspath(base))]
+    for part in rel.parts:
+        folders.append(folders[-1] / part)
+    return folders
+
+
+def _chmod(path: Path, mode: int) -> None:
+    if os.name != "posix":
+        return
+    try:
+        if os.stat(path).st_mode & 0o777 != mode:
+            os.chmod(path, mode)
+    except OSError:
+        pass  # not ours, or gone: `health` reports what stays open
 
 
 def runtime_dir() -> Path:

@@ -29,6 +29,7 @@ def spawn(command: list[str], log: Path, env: dict[str, str] | None = None) -> s
         if log.stat().st_size > MAX_LOG:  # keep the current file and one older one
             os.replace(log, log.with_name(log.name + ".1"))
     _started[:] = [proc for proc in _started if proc.poll() is None]
+    paths.create_private_file(log)
     with open(log, "ab") as stderr:
         windows = sys.platform == "win32"
         proc = subprocess.Popen(

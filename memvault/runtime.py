@@ -14,11 +14,13 @@ import re
 import time
 import zlib
 from collections.abc import Iterator
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 from memvault import paths
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING (mypy reads it so) without importing typing at run time
+if TYPE_CHECKING:  # not imported at run time (the prompt path)
+    from typing import Any
 
 SESSIONS, LOGS = "sessions", "logs"
 SETTINGS_CACHE = "hook-settings.json"
@@ -119,6 +121,16 @@ def mark_reflected(session_id: str) -> None:
         start.unlink()
 
 
+def mark_quarantined(session_id: str) -> None:
+    """`.start` → `.quarantined`: reflection failed again and again; the sweeps stop retrying it."""
+    start = marker(session_id, "start")
+    info = read_json(start)
+    data = info if isinstance(info, dict) else {"session_id": session_id}
+    write_json(marker(session_id, "quarantined"), {**data, "quarantined": now_iso()})
+    with contextlib.suppress(OSError):
+        start.unlink()
+
+
 def markers(state: str) -> list[Path]:
     folder = sessions_dir()
     return sorted(folder.glob(f"session-*.{state}")) if folder.is_dir() else []
@@ -159,7 +171,12 @@ def set_warning(key: str, text: str | None) -> None:
 
 
 def now_iso() -> str:
-    return datetime.now(timezone.utc).astimezone().isoformat(timespec="milliseconds")
+    """Local time with milliseconds and offset, `2026-11-21T14:03:07.412+01:00` (no datetime import: hooks)."""
+    now = time.time()
+    local = time.localtime(now)
+    offset = time.strftime("%z", local)
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", local)
+    return f"{stamp}.{int(now % 1 * 1000):03d}{offset[:3]}:{offset[3:]}"
 
 
 def log_dir() -> Path:
@@ -179,7 +196,7 @@ def log_event(record: dict[str, Any], *, max_bytes: int = LOG_MAX_BYTES) -> None
     line = json.dumps({"ts": now_iso(), **record}, ensure_ascii=False, default=str) + "\n"
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
-        os.write(fd, line.encode("utf-8"))
+        os.write(fd, line.encode("utf-8", "replace"))  # a stray surrogate never costs the line
     finally:
         os.close(fd)
 
@@ -206,19 +223,19 @@ def _roll_number(path: Path) -> int:
 
 
 def prune(*, log_days: int, marker_days: int, now: float | None = None) -> dict[str, int]:
-    """Delete log files and `.reflected` markers older than their retention; returns the counts."""
+    """Delete log files and `.reflected` / `.quarantined` markers older than their retention; returns the counts."""
     now = time.time() if now is None else now
     removed = {"logs": 0, "markers": 0}
     folder = log_dir()
     candidates = [("logs", p, log_days) for p in folder.glob("hooks-*.jsonl")] if folder.is_dir() else []
-    candidates += [("markers", p, marker_days) for p in markers("reflected")]
+    candidates += [("markers", p, marker_days) for p in markers("reflected") + markers("quarantined")]
     for what, path, days in candidates:
         with contextlib.suppress(OSError):
             if now - path.stat().st_mtime > days * 86400:
                 path.unlink()
                 removed[what] += 1
                 if what == "markers":
-                    (sessions_dir() / f"{path.name[len('session-') : -len('.reflected')]}.injected.json").unlink(
+                    (sessions_dir() / f"{path.name[len('session-') :].rsplit('.', 1)[0]}.injected.json").unlink(
                         missing_ok=True
                     )
     return removed

@@ -1,4 +1,12 @@
-"""Recall quality benchmark: LoCoMo evidence retrieval and a preference paraphrase set, per fusion method."""
+"""Recall quality benchmark: LoCoMo evidence retrieval and a preference paraphrase set, per fusion method.
+
+    python scripts/bench_recall.py [--locomo PATH] [--sections turns,sessions] [--conversations N] [--cache DIR]
+
+LoCoMo is read from --locomo FILE, else from $MEMVAULT_BENCH_DATA/locomo/locomo10.json; without it
+the LoCoMo part is skipped with one line. Two vault shapes: one note per dialogue turn ("turns"), and
+one note per session with each turn a paragraph ("sessions"), scored by the evidence turns the returned
+chunks contain.
+"""
 
 from __future__ import annotations
 
@@ -18,7 +26,7 @@ import bench_data
 
 from memvault.index import chunking, embed, sync
 from memvault.index import core as ix
-from memvault.recall import fusion, search
+from memvault.recall import fusion, relevance, search
 from memvault.store import disk
 
 HERE = Path(__file__).resolve().parent
@@ -45,9 +53,14 @@ class Query:
 class Corpus:
     name: str
     notes: dict[str, str] = field(default_factory=dict)  # vault-relative path → markdown
-    keys: dict[str, frozenset[str]] = field(default_factory=dict)  # path → the keys it covers
+    keys: dict[str, frozenset[str]] = field(default_factory=dict)  # unit → the keys it covers
     queries: list[Query] = field(default_factory=list)
     skipped: int = 0  # questions without any usable evidence
+    unit: str = "note"  # what a hit is scored by: the note ("path"), or the chunk it shows ("path#seq")
+    turns: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # chunk units: path → (dia id, paragraph)
+
+    def item(self, hit: search.Hit) -> str:
+        return hit.path if self.unit == "note" else f"{hit.path}#{hit.chunk}"
 
 
 def dia_ids(raw: object) -> list[str]:
@@ -72,18 +85,20 @@ def sessions(conv: dict[str, Any]) -> Iterator[tuple[int, str, list[dict[str, An
 
 
 def locomo(samples: list[dict[str, Any]], section: str, context: int = 0) -> Corpus:
-    """One note per dialogue turn ("turns") or per observation fact ("observations"), and every QA.
+    """One note per dialogue turn ("turns"), per session ("sessions") or per observation fact ("observations").
 
     `context` > 0 (an experiment) quotes that many preceding turns of the session in each turn's note.
     """
-    corpus = Corpus(f"locomo-{section}")
+    corpus = Corpus(f"locomo-{section}", unit="chunk" if section == "sessions" else "note")
     for sample in samples:
         group, conv = sample["sample_id"], sample["conversation"]
         known: set[str] = set()
         for number, date, turns in sessions(conv):
             lines = [turn_line(turn) for turn in turns]
+            known.update(turn["dia_id"] for turn in turns)
+            if section == "sessions":
+                session_note(corpus, group, number, date, turns)
             for i, turn in enumerate(turns):
-                known.add(turn["dia_id"])
                 if section != "turns":
                     continue
                 body = "".join(f"> {line}\n" for line in lines[max(0, i - context) : i]) + lines[i]
@@ -109,8 +124,33 @@ def locomo(samples: list[dict[str, Any]], section: str, context: int = 0) -> Cor
     return corpus
 
 
-def turn_line(turn: dict[str, Any]) -> str:
-    line = f"{turn['speaker']}: {turn['text']}"
+def session_note(corpus: Corpus, group: str, number: int, date: str, turns: list[dict[str, Any]]) -> None:
+    """One session as a note a person might keep: a title, then each turn a paragraph with speaker and date."""
+    speakers = " and ".join(dict.fromkeys(t["speaker"] for t in turns))
+    paragraphs = [(t["dia_id"], f"**{t['speaker']}** ({date}): {turn_line(t, speaker=False)}") for t in turns]
+    meta = {"conversation": group, "session": number, "date": date, "speakers": sorted({t["speaker"] for t in turns})}
+    body = f"# Session {number}: {speakers}, {date}\n\n" + "\n\n".join(text for _, text in paragraphs)
+    path = f"{FOLDER}/{group}/sessions/session-{number:02d}.md"
+    corpus.notes[path] = markdown(meta, body)
+    corpus.turns[path] = paragraphs
+
+
+def chunk_keys(corpus: Corpus, index: ix.Index) -> None:
+    """For a corpus scored by chunks: which evidence turns each indexed chunk holds (a paragraph split
+    across two chunks counts for both)."""
+    rows = index.conn.execute("SELECT n.path, c.seq, c.text FROM chunks c JOIN notes n ON n.id = c.note_id")
+    for path, seq, text in rows:
+        flat = " ".join(text.split())
+        found = set()
+        for dia, paragraph in corpus.turns.get(path, []):
+            words = " ".join(paragraph.split())
+            if words in flat or words[:80] in flat or words[-80:] in flat:
+                found.add(dia)
+        corpus.keys[f"{path}#{seq}"] = frozenset(found)
+
+
+def turn_line(turn: dict[str, Any], speaker: bool = True) -> str:
+    line = f"{turn['speaker']}: {turn['text']}" if speaker else turn["text"]
     return line + (f" [shared an image: {turn['blip_caption']}]" if turn.get("blip_caption") else "")
 
 
@@ -228,24 +268,35 @@ def run_queries(built: Built, corpus: Corpus, embedder: embed.Embedder, modes: S
         search.recall(built.index, q.text, mode_options("rrf", q.group, k)[0], query_vector)
     ranked: dict[str, list[list[str]]] = {}
     captures: list[Capture] = []
+    floor = relevance.Floor(relevance.MIN_RELEVANCE, relevance.COVERAGE_WEIGHT, relevance.MIN_COVERAGE)
     for mode in dict.fromkeys(["adaptive", *modes]):  # the first pass also records fusion's inputs
         out: list[list[str]] = []
+        floored: list[list[str]] = []  # the same hits, less those below the shipped relevance floor
         started = time.perf_counter()
         with capturing(captures) if mode == "adaptive" else _nothing():
             for q in corpus.queries:
                 options, use_vector = mode_options(mode, q.group, k)
                 res = search.recall(built.index, q.text, options, query_vector if use_vector else None)
-                out.append([h.path for h in res.hits])
+                out.append([corpus.item(h) for h in res.hits])
+                signals = [relevance.Signals(h.cosine, h.coverage, h.identifier) for h in res.hits]
+                passed = [h for h, sig in zip(res.hits, signals, strict=True) if relevance.verdict(sig, floor)[0]]
+                floored.append([corpus.item(h) for h in passed])
         seconds[mode] = time.perf_counter() - started
         ranked[mode] = out
+        if mode in ("adaptive", "keyword"):
+            ranked[f"{mode} + floor"] = floored
     # The pure sides, straight from the captured candidates: keyword-only and vector-only must equal them.
     pure = {
         "keyword": [[built.path_of[n] for n in _order(c.keyword)][:k] for c in captures],
         "vector": [[built.path_of[n] for n in _order(c.vector)][:k] for c in captures],
     }
-    mismatches = {m: sum(a != b for a, b in zip(ranked[m], pure[m], strict=True)) for m in pure if m in ranked}
+    mismatches = {
+        m: sum([x.split("#")[0] for x in a] != b for a, b in zip(ranked[m], pure[m], strict=True))
+        for m in pure
+        if m in ranked
+    }
     if "adaptive" not in modes:
-        del ranked["adaptive"]
+        del ranked["adaptive"], ranked["adaptive + floor"]
         seconds.pop("adaptive")
     return Run(ranked, seconds, captures, mismatches)
 
@@ -412,36 +463,23 @@ def apply_experiments(args: argparse.Namespace) -> str:
         tag += "-bodyonly"
     if args.bm25:
         weights = [float(w) for w in args.bm25.split(",")]
-        if len(weights) != 4:
-            raise SystemExit("--bm25 takes four weights: title,tags,heading,body")
-        patch_bm25(weights)
+        if len(weights) != 5:
+            raise SystemExit("--bm25 takes five weights: title,tags,heading,body,context")
+        search.BM25_WEIGHTS = ", ".join(f"{w:g}" for w in weights)
     if args.stop_words:
         chunking.STOP_WORDS = chunking.STOP_WORDS | frozenset(args.stop_words.split(","))
+    if args.context_chars is not None:
+        chunking.CONTEXT_CHARS = args.context_chars
+        tag += f"-ctx{args.context_chars}"
+    if args.chunk_chars is not None:
+        chunking.MAX_CHUNK_CHARS = args.chunk_chars
+        tag += f"-chunk{args.chunk_chars}"
+    if args.chance is not None:
+        fusion.CHANCE = args.chance
+    if args.embed_chars is not None:
+        chunking.EMBED_CHARS = args.embed_chars
+        tag += f"-embed{args.embed_chars}"
     return tag
-
-
-def patch_bm25(weights: list[float]) -> None:
-    """search._keyword with other bm25 column weights (the SQL text is the only difference)."""
-    real = search._keyword
-    given = ", ".join(f"{w:g}" for w in weights)
-
-    class Conn:
-        def __init__(self, conn: Any) -> None:
-            self.conn = conn
-
-        def execute(self, sql: str, *params: Any) -> Any:
-            return self.conn.execute(sql.replace("bm25(chunks_fts, 4.0, 3.0, 2.0, 1.0)", f"bm25(chunks_fts, {given})"),
-                                     *params)  # fmt: skip
-
-    def keyword(index: ix.Index, terms: list[str], options: search.Options) -> dict[int, tuple[float, int]]:
-        conn = index.conn
-        index.conn = Conn(conn)  # type: ignore[assignment]
-        try:
-            return real(index, terms, options)
-        finally:
-            index.conn = conn
-
-    search._keyword = keyword
 
 
 # ---- main --------------------------------------------------------------------------------------------------
@@ -451,7 +489,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--set", choices=("locomo", "preference", "all"), default="all")
     parser.add_argument("--locomo", type=Path, help="locomo10.json (default: $MEMVAULT_BENCH_DATA/locomo/)")
-    parser.add_argument("--sections", default="turns,observations", help="LoCoMo corpora: turns, observations")
+    parser.add_argument("--sections", default="turns,sessions", help="LoCoMo vaults: turns, sessions, observations")
     parser.add_argument("--conversations", type=int, default=0, help="only the first N LoCoMo conversations")
     parser.add_argument("--modes", default=",".join(MODES), help=f"comma-separated subset of {', '.join(MODES)}")
     parser.add_argument("--k", type=int, default=K)
@@ -459,11 +497,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", type=Path, help="keep the index databases here and reuse them (default: fresh)")
     parser.add_argument("--analyse", action="store_true", help="also compare fusion variants on the candidates")
     parser.add_argument("--candidates", type=int, help="experiment: search.CANDIDATES per side")
-    parser.add_argument("--bm25", help="experiment: bm25 column weights title,tags,heading,body (default 4,3,2,1)")
+    parser.add_argument("--bm25", help="experiment: bm25 column weights title,tags,heading,body,context")
     parser.add_argument("--embed-text", choices=("default", "body"), default="default",
                         help="experiment: embed the chunk text without the title")  # fmt: skip
     parser.add_argument("--stop-words", help="experiment: extra comma-separated stop words")
     parser.add_argument("--context", type=int, default=0, help="experiment: quote N preceding turns in each turn note")
+    parser.add_argument("--context-chars", type=int, help="experiment: chunking.CONTEXT_CHARS (0: no neighbours)")
+    parser.add_argument("--chunk-chars", type=int, help="experiment: chunking.MAX_CHUNK_CHARS")
+    parser.add_argument("--embed-chars", type=int, help="experiment: chunking.EMBED_CHARS")
+    parser.add_argument("--chance", type=float, help="experiment: fusion.CHANCE (the discount per chance)")
     args = parser.parse_args(argv)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     unknown = set(modes) - set(MODES)
@@ -494,6 +536,8 @@ def main(argv: list[str] | None = None) -> int:
         for corpus in corpora:
             size = f"-{args.conversations}conv" if args.conversations and corpus.name.startswith("locomo") else ""
             built = build(corpus, Path(tmp), embedder, args.cache, tag + size)
+            if corpus.unit == "chunk":
+                chunk_keys(corpus, built.index)
             run = run_queries(built, corpus, embedder, modes, args.k)
             result = evaluate(run.ranked, corpus)
             times = built.times | {k: round(v, 2) for k, v in run.seconds.items()}
@@ -516,7 +560,7 @@ def main(argv: list[str] | None = None) -> int:
             entry: dict[str, Any] = {"notes": len(corpus.notes), "queries": len(corpus.queries),
                                      "skipped": corpus.skipped, "times": times, "metrics": result,
                                      "pure_side_mismatches": run.mismatches}  # fmt: skip
-            if args.analyse:
+            if args.analyse and corpus.unit == "note":
                 entry["variants"] = analyse(run, corpus, built, args.k)
             output[corpus.name] = entry
             built.index.close()

@@ -59,12 +59,20 @@ def log_records(hook: str | None = None) -> list[dict[str, Any]]:
     return [r for r in runtime.read_log() if hook is None or r.get("hook") == hook]
 
 
+KEYWORD_FLOOR = "recall:\n  min_coverage: 0.3\n"
+
+
 @pytest.fixture
 def hook_vault(vault_dir: Path, memvault_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The example vault, indexed keyword-only, with hooks that never start the embedding service."""
+    """The example vault, indexed keyword-only, with hooks that never start the embedding service.
+
+    Keyword-only recall's relevance floor is lowered (`recall.min_coverage`) so that these tests of
+    injection, deduplication and logging get injections; the default floor has its own tests.
+    """
     config = memvault_home / "config.yaml"
     config.parent.mkdir(parents=True, exist_ok=True)
-    config.write_text(f"vault:\n  root: {vault_dir}\nembedding:\n  warm_service: false\n", encoding="utf-8")
+    text = f"vault:\n  root: {vault_dir}\nembedding:\n  warm_service: false\n{KEYWORD_FLOOR}"
+    config.write_text(text, encoding="utf-8")
     from memvault import open_vault
 
     open_vault(vault_dir).reindex(vectors="none")
@@ -242,9 +250,9 @@ def test_private_notes_and_secrets_in_prompts_stay_out(hook_vault: Path) -> None
 def test_settings_cache_follows_config_edits(hook_vault: Path, memvault_home: Path) -> None:
     assert len(log_records()) == 0
     run_hook("user_prompt_submit", payload("UserPromptSubmit", prompt=FLAKY))
-    assert len(log_records("UserPromptSubmit")[-1]["injected"]) == 5
+    assert len(log_records("UserPromptSubmit")[-1]["injected"]) >= 3  # the rest are below the relevance floor
     config = memvault_home / "config.yaml"
-    config.write_text(config.read_text() + "recall:\n  k: 2\n")
+    config.write_text(config.read_text().replace("recall:\n", "recall:\n  k: 2\n"))
     run_hook("user_prompt_submit", payload("UserPromptSubmit", session="s-2", prompt=FLAKY))
     assert len(log_records("UserPromptSubmit")[-1]["injected"]) == 2
     off = run_hook("user_prompt_submit", payload("UserPromptSubmit", session="s-3", prompt=FLAKY), MEMVAULT_ENABLED="0")
@@ -253,7 +261,8 @@ def test_settings_cache_follows_config_edits(hook_vault: Path, memvault_home: Pa
 
 def test_before_the_first_reindex_prompts_fall_back_to_a_file_scan(vault_dir: Path, memvault_home: Path) -> None:
     memvault_home.mkdir(parents=True, exist_ok=True)
-    (memvault_home / "config.yaml").write_text(f"vault:\n  root: {vault_dir}\nembedding:\n  warm_service: false\n")
+    config = f"vault:\n  root: {vault_dir}\nembedding:\n  warm_service: false\n{KEYWORD_FLOOR}"
+    (memvault_home / "config.yaml").write_text(config)
     result = run_hook("user_prompt_submit", payload("UserPromptSubmit", prompt=FLAKY))
     assert "bisecting-flaky-tests.md" in context_of(result, "UserPromptSubmit")
     assert "no index yet" in log_records("UserPromptSubmit")[-1]["reason"]
@@ -330,6 +339,30 @@ def test_inspect_shows_what_was_injected_and_why(hook_vault: Path) -> None:
     assert CliRunner().invoke(cli, ["inspect", "--session", "nope"]).output.startswith("no hook runs logged")
 
 
+def test_an_unrelated_prompt_injects_nothing_and_the_log_says_why(hook_vault: Path, memvault_home: Path) -> None:
+    """Keyword-only (the service is off here) with the default floor: a shared word is not enough."""
+    from click.testing import CliRunner
+
+    from memvault.cli import cli
+
+    config = memvault_home / "config.yaml"
+    config.write_text(config.read_text().replace(KEYWORD_FLOOR, ""))  # the shipped floor
+    prompt = "any tips for writing the release notes of my fantasy novel?"
+    result = run_hook("user_prompt_submit", payload("UserPromptSubmit", prompt=prompt))
+    assert result.returncode == 0 and result.stdout == ""
+    record = log_records("UserPromptSubmit")[-1]
+    assert record["injected"] == [] and record["dropped"], record  # recall found candidates; the floor said no
+    assert "nothing passed the relevance floor" in record["reason"]
+    assert all("keyword-only" in d["why"] and "<" in d["why"] for d in record["dropped"])
+    shown = CliRunner().invoke(cli, ["inspect"], terminal_width=200).output
+    assert "below the relevance floor, not injected" in shown and record["dropped"][0]["path"] in shown
+
+    related = "how should we roll out a database migration"
+    given = run_hook("user_prompt_submit", payload("UserPromptSubmit", session="s-2", prompt=related))
+    assert "db-migration-rollout.md" in context_of(given, "UserPromptSubmit")
+    assert "≥" in log_records("UserPromptSubmit")[-1]["injected"][0]["why"]
+
+
 # ---- the warm service up, then wedged ------------------------------------------------------------------
 
 
@@ -354,6 +387,13 @@ def test_prompt_recall_is_hybrid_with_the_service_and_keeps_the_budget_when_it_h
         record = log_records("UserPromptSubmit")[-1]
         why = {k: record.get(k) for k in ("reason", "duration_ms", "mode")}
         assert record["mode"] == "hybrid" and record["vec_hits"] > 0 and record["result"] == "success", why
+        assert record["injected"][0]["why"].startswith("cosine") and record["recall_ms"] > 0
+
+        unrelated = run_hook("user_prompt_submit", payload("UserPromptSubmit", prompt="What is the capital of France?"))
+        assert unrelated.returncode == 0 and unrelated.stdout == ""  # the issue's example: nothing injected
+        record = log_records("UserPromptSubmit")[-1]
+        assert record["mode"] == "hybrid" and record["injected"] == [] and len(record["dropped"]) == 5
+        assert "nothing passed the relevance floor (best: cosine" in record["reason"]
 
         pid = client.read_info()["pid"]
         os.kill(pid, signal.SIGSTOP)  # accepts connections (the kernel queues them) but never answers

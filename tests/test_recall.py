@@ -124,7 +124,7 @@ def test_edited_chunks_are_reembedded_and_unchanged_ones_keep_their_vectors(smal
     note.write_text(NOTES["car"] + "\n## Tyres\n\nSwap to winter tyres in November.\n", encoding="utf-8")
     sync.sync(index, indexing.layout(vault.root, vault.config))
     pending = index.pending(10)
-    assert len(pending) == 1 and len(pending[0][1]) == 2  # the note waits for vectors…
+    assert len(pending) == 1 and len(pending[0][1]) == 1  # the note waits for a vector of its new chunk only…
     kept = index.conn.execute(
         "SELECT count(*) FROM vec_chunks v JOIN chunks c ON c.id = v.rowid JOIN notes n ON n.id = c.note_id "
         "WHERE n.path LIKE '%/car.md'"

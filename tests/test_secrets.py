@@ -15,6 +15,7 @@ MIX = "Ab3De5Gh7Jk9Mn1Pq2Rs4Tu6Vw8Yz0"  # 30 mixed-case alphanumerics
 AKIA = "AKIA" + "Q3X7" * 4
 ASIA = "ASIA" + "R8T2" * 4
 AWS_SECRET = "Abc1/Def2+" * 4
+AWS_BARE = "Abc1/Def2+" + MIX  # 40 characters, as a key is written on its own
 GHP = "ghp_" + MIX + "Ab3De5"
 GH_PAT = "github_" + "pat_" + "11ABCDEFG0" + MIX[:12] + "_" + MIX * 2
 GLPAT = "glpat" + "-" + MIX[:20]
@@ -82,6 +83,16 @@ DETECT = [
     ("secret_assignment", "CLIENT_SECRET=" + "z8Y7x6W5v4", "z8Y7x6W5v4"),
     ("secret_assignment", "SECRET_KEY = '" + "django-insecure-9f8e7d" + "'", "django-insecure-9f8e7d"),
     ("secret_assignment", "mytool --api-key=" + "k3y-4b5c6d", "k3y-4b5c6d"),
+    # said in plain speech, on command lines, in URLs and headers (issue 14)
+    ("password_assignment", "the staging database password is " + "Saff" + "ron%25onyx", "Saff" + "ron%25onyx"),
+    ("password_assignment", "password: " + "Tr0ub" + "4dor&3xyz", "Tr0ub" + "4dor&3xyz"),
+    ("password_assignment", "la contraseña del admin es " + "Harb" + "or!8041", "Harb" + "or!8041"),
+    ("password_assignment", "mysql -u root -p" + "BJ=+Vk" + "InG.5" + " shop", "BJ=+Vk" + "InG.5"),
+    ("connection_string", "clone https://jdoe:" + MIX[:16] + "@git.example.org/x.git", MIX[:16]),
+    ("aws_secret_access_key", "the CI secret is " + AWS_BARE + " ok", AWS_BARE),
+    ("auth_header", "Authorization: Bearer " + MIX, MIX),
+    ("api_token", "vault token " + "hvs." + MIX, "hvs." + MIX),
+    ("recovery_codes", "github recovery codes:\n" + "qvpn5-00j8r\n17i5b-c5zv5\n", "qvpn5-00j8r\n17i5b-c5zv5\n"),
 ]
 
 
@@ -223,3 +234,49 @@ BENIGN = [
 def test_benign_text_has_no_findings(text):
     assert scan(text) == []
     assert redact(text) == (text, [])
+
+
+# ---- the labelled corpus (tests/data/secret_corpus.json): tuned on "dev", "heldout" only reported -------------
+
+
+def test_the_scanner_on_the_labelled_corpus_both_parts() -> None:
+    import json
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parent.parent
+    sys.path.insert(0, str(repo / "scripts"))
+    import eval_secrets
+
+    corpus = json.loads((repo / "tests" / "data" / "secret_corpus.json").read_text(encoding="utf-8"))
+    assert len(corpus["secrets"]) >= 100 and len(corpus["harmless"]) >= 100
+    dev, heldout = eval_secrets.evaluate(corpus, "dev"), eval_secrets.evaluate(corpus, "heldout")
+    assert dev.catch_rate >= 0.97 and dev.false_alarm_rate <= 0.03, dev.line()
+    # Floors for the part never tuned on, set before looking at it (see wiki/explanation/privacy-and-crashes.md).
+    assert heldout.catch_rate >= 0.80 and heldout.false_alarm_rate <= 0.06, heldout.line()
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "From now on remember: the staging database password is Saff" + "ron%25onyx",
+        "Always clone with https://jdoe:" + MIX[:16] + "@git.example.org/platform/infra.git from now on",
+        "Always use the CI secret key " + AWS_BARE + " for the deploy job",
+        "From now on always log in with password: Tr0ub" + "4dor&3xyz",
+    ],
+)
+def test_credentials_said_in_a_session_never_reach_the_vault(vault_dir, tmp_path, monkeypatch, said: str) -> None:
+    from memvault import open_vault
+    from memvault.reflect import runner
+
+    from . import transcripts
+
+    vault = open_vault(vault_dir)
+    before = {p: p.read_bytes() for p in vault_dir.rglob("*.md")}
+    monkeypatch.setattr(runner, "WAIT_SERVICE_S", 0.0)
+    runner.reflect_transcript(vault, transcripts.write(tmp_path / "s.jsonl", "s", [("user", said)]), final=True)
+    secret = next(part for part in said.split() if any(c.isdigit() for c in part) and len(part) > 12)
+    value = secret.split(":")[-1].split("@")[0] if "://" in secret else secret
+    written = [p.read_text() for p in vault_dir.rglob("*.md") if before.get(p) != p.read_bytes()]
+    state = [p.read_text() for p in vault.state_dir.rglob("*.json")]
+    assert not [t for t in written + state if value in t]

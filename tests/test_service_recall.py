@@ -66,8 +66,10 @@ def test_a_write_makes_the_copy_stale_until_it_is_reloaded(indexed, embedder) ->
     cache = vecmem.VectorCache()
     fresh(cache, index_file)
     open_vault(root).save("fix", "clutch", "# Clutch\n\nA slipping clutch needs new friction plates.\n")
-    assert cache.nearest_for(index_file) is None  # never an old copy after a save
-    found = fresh(cache, index_file)
+    assert cache.nearest_for(index_file) is None  # never an old copy after a save (this call starts the reload)
+    assert cache.wait_idle(30)
+    found = cache.nearest_for(index_file)  # (`fresh` would race the reload just started)
+    assert found is not None
     index = search.open_reader(index_file)
     try:
         blob = embedder.encode(["the clutch is slipping"])[0]

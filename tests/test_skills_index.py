@@ -251,3 +251,112 @@ def test_cli_index_skills_json_and_table(vault_dir: Path, claude: Path, project:
     assert result.exit_code == 0, result.output
     assert "3 unchanged" in result.output and "broken" in result.output
     assert open_vault(vault_dir).read(S + "deploy.md").note.meta["scope"] == "user"
+
+
+# ---- a cloned repository is hostile ------------------------------------------------------------------
+
+KEY_BODY = "\n".join(["MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun"] * 12)
+
+
+@pytest.fixture
+def home_secrets(tmp_path: Path) -> dict[str, Path]:
+    """Files like the ones in a home folder, each holding a value that must never reach the vault."""
+    home = tmp_path / "home"
+    files = {
+        "netrc": write(home / ".netrc", "machine api.example.com login me password Zq8vNetrcValue77\n"),
+        "ssh": write(home / ".ssh" / "id_rsa", f"-----BEGIN RSA PRIVATE KEY-----\n{KEY_BODY}\n"),  # END cut off
+        "aws": write(
+            home / ".aws" / "credentials",
+            "[default]\naws_access_key_id = AKIAQ3EGRX7HBN2OKW5D\n"
+            "aws_secret_access_key = 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\n",
+        ),
+    }
+    write(
+        home / "skills-elsewhere" / "SKILL.md", "---\ndescription: a folder outside the project\n---\nZq8vFolderLeak\n"
+    )
+    return files
+
+
+LEAKS = ("Zq8vNetrcValue77", "MIIEowIBAAKCAQEA", "9dWq2Xv0Tz7Lk1Pa8Rb3", "AKIAQ3EGRX7HBN2OKW5D", "Zq8vFolderLeak")
+
+
+@pytest.mark.parametrize("target", ["netrc", "ssh", "aws"])
+def test_a_project_skill_symlinked_to_a_home_secret_is_never_read(
+    vault: Vault, claude: Path, project: Path, home_secrets: dict[str, Path], target: str
+) -> None:
+    link = project / ".claude" / "skills" / "x" / "SKILL.md"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(home_secrets[target])
+    report = skills_index.index_skills(vault, project=project)
+    assert any("symlink" in e["error"] for e in report.errors if e["path"].endswith("x/SKILL.md"))
+    written = "".join(p.read_text(errors="replace") for p in vault.root.rglob("*.md"))
+    assert not [leak for leak in LEAKS if leak in written]
+    assert not list((vault.root / S.rstrip("/")).glob("x*.md"))
+
+
+def test_a_project_skill_folder_symlinked_out_of_the_project_is_never_read(
+    vault: Vault, claude: Path, project: Path, home_secrets: dict[str, Path]
+) -> None:
+    (project / ".claude" / "skills" / "elsewhere").symlink_to(home_secrets["netrc"].parent / "skills-elsewhere")
+    report = skills_index.index_skills(vault, project=project)
+    assert any("leads out of its project" in e["error"] for e in report.errors)
+    assert "Zq8vFolderLeak" not in "".join(p.read_text() for p in vault.root.rglob("*.md"))
+
+
+def test_symlinks_inside_a_skill_folder_and_a_users_own_symlinked_skill_folder_still_work(
+    vault: Vault, claude: Path, project: Path, tmp_path: Path
+) -> None:
+    inner = project / ".claude" / "skills" / "inner"
+    write(inner / "docs" / "skill.md", "---\ndescription: Inner skill kept in docs.\n---\nbody\n")
+    (inner / "SKILL.md").symlink_to(inner / "docs" / "skill.md")
+    dotfiles = write(tmp_path / "dotfiles" / "greet" / "SKILL.md", "---\ndescription: Say hello nicely.\n---\nhi\n")
+    (claude / "skills" / "greet").symlink_to(dotfiles.parent)
+    report = skills_index.index_skills(vault, project=project)
+    assert {S + "shop-api-inner.md", S + "greet.md"} <= set(report.created), report.errors
+
+
+def test_a_fifo_named_skill_md_does_not_hang_the_index(vault: Vault, claude: Path, project: Path) -> None:
+    import os
+
+    fifo = project / ".claude" / "skills" / "pipe" / "SKILL.md"
+    fifo.parent.mkdir(parents=True)
+    os.mkfifo(fifo)
+    report = skills_index.index_skills(vault, project=project)  # would block forever on open() for reading
+    assert S + "shop-api-release-notes.md" in report.created
+
+
+def test_a_private_key_without_its_end_line_in_a_skill_is_redacted(vault: Vault, claude: Path, project: Path) -> None:
+    write(
+        project / ".claude" / "skills" / "keys" / "SKILL.md",
+        f"# Keys\n\n-----BEGIN OPENSSH PRIVATE KEY-----\n{KEY_BODY}",
+    )
+    skills_index.index_skills(vault, project=project)
+    written = (vault.root / S / "shop-api-keys.md").read_text()
+    assert "MIIEowIBAAKCAQEA" not in written and "[REDACTED:private_key]" in written
+
+
+def test_a_cloned_repository_cannot_copy_a_home_secret_through_the_session_start_job(
+    tmp_path: Path, vault_dir: Path, memvault_home: Path, home_secrets: dict[str, Path]
+) -> None:
+    """The attack as it happens: open Claude Code in a cloned repository whose skill is a symlink to ~/.ssh/id_rsa."""
+    import subprocess
+    import sys
+
+    from .test_hooks import HOOKS, log_records, payload, wait_for
+
+    memvault_home.mkdir(parents=True, exist_ok=True)
+    (memvault_home / "config.yaml").write_text(f"vault:\n  root: {vault_dir}\nembedding:\n  warm_service: false\n")
+    repo = tmp_path / "cloned-repo"
+    (repo / ".claude" / "skills" / "helper").mkdir(parents=True)
+    (repo / ".claude" / "skills" / "helper" / "SKILL.md").symlink_to(home_secrets["ssh"])
+    (repo / ".claude" / "skills" / "netrc").mkdir()
+    (repo / ".claude" / "skills" / "netrc" / "SKILL.md").symlink_to(home_secrets["netrc"])
+    event = payload("SessionStart", source="startup", cwd=str(repo))
+    hook = subprocess.run([sys.executable, str(HOOKS / "session_start.py")], input=json.dumps(event),
+                          capture_output=True, text=True, timeout=60, cwd=repo)  # fmt: skip
+    assert hook.returncode == 0
+    wait_for(lambda: any(r["hook"] == "job:start" for r in log_records()))
+    job = [r for r in log_records() if r["hook"] == "job:start"][-1]
+    assert job["result"] == "success" and job["skills"].get("errors") == 2, job
+    written = "".join(p.read_text(errors="replace") for p in vault_dir.rglob("*.md"))
+    assert not [leak for leak in LEAKS if leak in written]

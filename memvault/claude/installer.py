@@ -306,4 +306,4 @@ def load_manifest(target: Target) -> dict[str, Any] | None:
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
     paths.ensure_private_dir(path.parent)
-    disk.atomic_write(path, (json.dumps(data, indent=2) + "\n").encode("utf-8"))
+    disk.atomic_write(path, (json.dumps(data, indent=2) + "\n").encode("utf-8"), private=True)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import os
 import platform
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,6 +45,9 @@ class Location:
     marketplace: str | None = None
     plugin: str | None = None
     version: str | None = None
+    # The folder the skill's folder must really lie in: the project, or the plugin version. A user's
+    # own skill folder may be a symlink (to a dotfiles checkout, say); a repository's may not.
+    confine: Path | None = field(default=None, compare=False)
 
     @property
     def dir_name(self) -> str:
@@ -94,7 +99,9 @@ class Report:
 def locate(claude: Path, project: Path) -> list[Location]:
     """Every SKILL.md Claude Code would load: the user's, the project's, each plugin's newest version."""
     found = [Location("user", p) for p in _skill_files(claude / "skills")]
-    found += [Location("project", p, project=project) for p in _skill_files(project / ".claude" / "skills")]
+    found += [
+        Location("project", p, project=project, confine=project) for p in _skill_files(project / ".claude" / "skills")
+    ]
     cache = claude / "plugins" / "cache"
     for marketplace in _subdirs(cache):
         for plugin in _subdirs(marketplace):
@@ -103,7 +110,9 @@ def locate(claude: Path, project: Path) -> list[Location]:
                 continue
             newest = newest_version(versions)
             found += [
-                Location("plugin", p, marketplace=marketplace.name, plugin=plugin.name, version=newest.name)
+                Location(
+                    "plugin", p, marketplace=marketplace.name, plugin=plugin.name, version=newest.name, confine=newest
+                )
                 for p in _skill_files(newest / "skills")
             ]
     return found
@@ -128,28 +137,54 @@ def _subdirs(folder: Path) -> list[Path]:
 
 
 def _skill_files(folder: Path) -> list[Path]:
-    return [d / "SKILL.md" for d in _subdirs(folder) if (d / "SKILL.md").is_file()]
+    """Each skill folder's SKILL.md, symlinks included (`read_skill` refuses the ones that lead out)."""
+    return [d / "SKILL.md" for d in _subdirs(folder) if (d / "SKILL.md").is_file() or (d / "SKILL.md").is_symlink()]
 
 
 # ---- reading one skill (pure apart from reading the file) ----------------------------------------
 
 
 def read_skill(location: Location) -> Skill:
-    """Parse one SKILL.md; a malformed one raises `MemvaultError` (code `invalid_skill`)."""
-    try:
-        size = location.path.stat().st_size
-        if size > MAX_SKILL_BYTES:
-            raise MemvaultError(
-                f"{size // 1024} KB is over the {MAX_SKILL_BYTES // 1024} KB limit", code="invalid_skill"
-            )
-        data = location.path.read_bytes()
-    except OSError as exc:
-        raise MemvaultError(f"cannot read it: {exc.strerror or exc}", code="invalid_skill") from None
+    """Parse one SKILL.md; a malformed one raises `MemvaultError` (code `invalid_skill`).
+
+    Every file of a repository or plugin is treated as hostile: a SKILL.md (or a skill folder of a
+    project or plugin) that is a symlink leading out of its own folder is never read, nor is
+    anything but a regular file, so a cloned repository cannot make the index copy `~/.netrc` or
+    `~/.ssh/id_rsa` into the vault.
+    """
+    data = _read_confined(location)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise MemvaultError("not UTF-8 text", code="invalid_skill") from None
     return parse_skill(location, text, hashlib.sha256(data).hexdigest())
+
+
+def _read_confined(location: Location) -> bytes:
+    folder = os.path.realpath(location.path.parent)
+    if location.confine is not None and not disk.is_inside(folder, os.path.realpath(location.confine)):
+        raise MemvaultError("the skill folder is a symlink that leads out of its project or plugin: not read",
+                            code="invalid_skill")  # fmt: skip
+    real = os.path.realpath(location.path)
+    if real == folder or not disk.is_inside(real, folder):
+        raise MemvaultError("SKILL.md is a symlink that leads out of its skill folder: not read", code="invalid_skill")
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(real, flags)
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise MemvaultError("SKILL.md is not a regular file: not read", code="invalid_skill")
+            if info.st_size > MAX_SKILL_BYTES:
+                raise MemvaultError(
+                    f"{info.st_size // 1024} KB is over the {MAX_SKILL_BYTES // 1024} KB limit", code="invalid_skill"
+                )
+            with os.fdopen(os.dup(fd), "rb") as handle:
+                return handle.read(MAX_SKILL_BYTES + 1)[:MAX_SKILL_BYTES]
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise MemvaultError(f"cannot read it: {exc.strerror or exc}", code="invalid_skill") from None
 
 
 def parse_skill(location: Location, text: str, digest: str) -> Skill:
@@ -163,7 +198,8 @@ def parse_skill(location: Location, text: str, digest: str) -> Skill:
         if value is not None and not isinstance(value, (str, int, float)):
             raise MemvaultError(f"frontmatter `{key}` is a {type(value).__name__}, not text", code="invalid_skill")
     name = _text(meta.get("name")) or location.dir_name
-    description = _text(meta.get("description")) or notes.first_paragraph(note.body, DESCRIPTION_CHARS)
+    body = privacy.strip_private(note.body)
+    description = _text(meta.get("description")) or notes.first_paragraph(body, DESCRIPTION_CHARS)
     if location.scope == "plugin":
         command = f"/{location.plugin}:{_text(meta.get('name')) or location.dir_name}"
     else:
@@ -175,7 +211,7 @@ def parse_skill(location: Location, text: str, digest: str) -> Skill:
         when_to_use=_text(meta.get("when_to_use")) or None,
         command=command,
         digest=f"sha256:{digest}",
-        excerpt=excerpt(note.body),
+        excerpt=excerpt(body),
     )
 
 
@@ -196,7 +232,7 @@ def excerpt(body: str, limit: int = EXCERPT_CHARS) -> str:
 
 
 def _text(value: Any) -> str:
-    return " ".join(str(value).split()) if value is not None else ""
+    return " ".join(privacy.strip_private(str(value)).split()) if value is not None else ""
 
 
 # ---- the entry ------------------------------------------------------------------------------------

@@ -43,9 +43,10 @@ def inspect(session: str | None, every: bool, limit: int, as_json: bool) -> None
     """Show which entries the hooks injected into which prompt, and why.
 
     Reads the hook log in the state dir (one JSON line per hook run, kept 30 days): for each
-    prompt, the entries injected with their score parts (meaning = vector, keywords = FTS5),
-    the ones skipped because the session already had them, and whether recall ran keyword-only
-    or ran out of time. Background jobs (reflection, reindex) are listed too.
+    prompt, the entries injected with their score parts (meaning = vector, keywords = FTS5) and
+    the relevance floor's verdict, the ones the floor dropped, the ones skipped because the
+    session already had them, and whether recall ran keyword-only or ran out of time. Background
+    jobs (reflection, reindex) are listed too.
     """
     records = select(list(runtime.read_log()), session, every, limit)
     if as_json:
@@ -78,22 +79,31 @@ def _render(record: dict[str, Any]) -> None:
         out.print(f"  [dim]{escape(str(record['reason']))}[/]")
     injected = record.get("injected") or []
     if injected:
-        table = Table(box=None, padding=(0, 2), show_header=True, header_style="dim")
-        for name in ("entry", "score", "meaning", "keywords", "why"):
-            table.add_column(name, overflow="fold")
-        for entry in injected:
-            table.add_row(
-                escape(str(entry.get("path"))),
-                _num(entry.get("score")),
-                _num(entry.get("vec")),
-                _num(entry.get("kw")),
-                why(entry),
-            )
-        out.print(table)
+        out.print(_entries(injected))
+    dropped = record.get("dropped") or []
+    if dropped:
+        out.print(f"  [dim]below the relevance floor, not injected ({len(dropped)}):[/]")
+        out.print(_entries(dropped, style="dim"))
     if record.get("deduped"):
         out.print(f"  [dim]already given this session: {escape(', '.join(record['deduped']))}[/]")
     if record.get("written"):
         out.print(f"  wrote: {escape(', '.join(record['written']))}")
+
+
+def _entries(entries: list[dict[str, Any]], style: str = "") -> Table:
+    """Entries with their score parts and the relevance floor's verdict (older log lines have no verdict)."""
+    table = Table(box=None, padding=(0, 2), show_header=True, header_style="dim", style=style)
+    for name in ("entry", "score", "meaning", "keywords", "why"):
+        table.add_column(name, overflow="fold", style=style or None)
+    for entry in entries:
+        table.add_row(
+            escape(str(entry.get("path"))),
+            _num(entry.get("score")),
+            _num(entry.get("vec")),
+            _num(entry.get("kw")),
+            escape(str(entry["why"])) if entry.get("why") else why(entry),
+        )
+    return table
 
 
 def _num(value: Any) -> str:

@@ -69,14 +69,20 @@ def reflect(
         _corpus(vault, folder, dry_run, as_json)
         return
     transcript = session or _newest_transcript()
-    if not transcript.is_file():
+    try:
+        found = transcript.is_file()
+    except OSError as exc:  # a name too long for the file system, a loop of symlinks…
+        why = f"cannot open the transcript {str(transcript)[:200]}: {exc.strerror}"
+        raise MemvaultError(why, code="missing") from None
+    if not found:
         raise MemvaultError(f"no transcript at {transcript}", code="missing")
     if show_prompt:
         shown: list[Any] = []
-        report = reflect_mod.reflect_transcript(vault, transcript, final=True, show_prompt=shown.extend)
+        report = reflect_mod.reflect_transcript(vault, transcript, final=True, show_prompt=shown.extend, retry=True)
         _render_prompt(vault, shown, report, as_json)
         return
-    report = reflect_mod.reflect_transcript(vault, transcript, dry_run=dry_run, final=True)
+    # Asked for by name: a quarantined transcript is tried again.
+    report = reflect_mod.reflect_transcript(vault, transcript, dry_run=dry_run, final=True, retry=True)
     counts = review_mod.counts(vault)
     if as_json:
         print_json({**report.as_dict(), "warnings": list(counts.warnings)})
@@ -144,6 +150,8 @@ def _corpus(vault: Vault, folder: Path, dry_run: bool, as_json: bool) -> None:
     )
     for path, problem in report.errors.items():
         err.print(f"[yellow]warning:[/] {escape(path)}: {escape(problem)}")
+    for path in report.quarantined:
+        err.print(f"[yellow]quarantined:[/] {escape(path)} failed repeatedly; retry: memvault reflect --session PATH")
     if report.halted:
         err.print(f"[yellow]halted:[/] {'another reflection is running' if report.busy else 'the STOP file exists'}; "
                   "run the same command again to resume")  # fmt: skip
@@ -239,6 +247,8 @@ def _review_queue(vault: Vault, queue: list[Any], done: dict[str, int]) -> None:
             out.print(f"[bold]proposes to supersede[/] {escape(str(proposes))}", soft_wrap=True)
         if meta.get("supersede_note"):
             out.print(f"[yellow]{escape(str(meta['supersede_note']))}[/]", soft_wrap=True)
+        if meta.get("warning"):
+            out.print(f"[bold red]warning:[/] this {escape(str(meta['warning']))}", soft_wrap=True)
         out.print(escape(nf.note.body.strip()))
         keys = "a/e/r/s/x/q"
         choice = click.prompt(
@@ -368,7 +378,7 @@ def _inbox_list(vault: Vault, as_json: bool) -> None:
         rows.append({
             "path": e.path, "title": e.title, "kind": e.kind, "confidence": meta.get("confidence"),
             "captured": str(meta.get("captured") or e.updated or ""), "source": meta.get("source"),
-            "proposes_supersede": meta.get("proposes_supersede"),
+            "proposes_supersede": meta.get("proposes_supersede"), "warning": meta.get("warning"),
         })  # fmt: skip
     if as_json:
         print_json({"entries": rows, "inbox": counts.inbox, "warnings": list(counts.warnings)})

@@ -33,6 +33,8 @@ from .group import State, cli, err, json_option, out, pass_state, print_json, pr
     show_default=True,
     help="Seconds to wait for the embedding service to start; 0 gives keyword-only results until it runs.",
 )
+@click.option("--explain", is_flag=True, help="Show each hit's raw signals and why it passed the relevance floor.")
+@click.option("--no-floor", is_flag=True, help="Show the top entries even below the relevance floor.")
 @json_option
 @pass_state
 def recall(
@@ -43,31 +45,58 @@ def recall(
     include_inbox: bool,
     include_private: bool,
     wait: float,
+    explain: bool,
+    no_floor: bool,
     as_json: bool,
 ) -> None:
     """Find the entries most relevant to QUERY: meaning (vectors) and words (keywords) combined.
 
     Only active entries are searched; superseded ones, private notes and the inbox/review folders
-    are left out unless asked for. `memvault search` does the same.
+    are left out unless asked for. As in the hooks, entries below the relevance floor
+    (`recall.min_relevance`) are not shown: --explain says why each entry passed or not.
+    `memvault search` does the same.
     """
     vault = state.vault
     spinner = err.status("waiting for the embedding service…") if wait > 0 and not as_json else nullcontext()
     with spinner:
         result = vault.recall(" ".join(query), k, group=group, include_inbox=include_inbox,
-                              include_private=include_private, wait_service=wait)  # fmt: skip
+                              include_private=include_private, wait_service=wait, floor=not no_floor)  # fmt: skip
     if as_json:
         print_json(result.as_dict())
         return
-    rows = []
-    for rank, hit in enumerate(result.hits, 1):
-        section = f" › {hit.heading}" if hit.heading and hit.heading != hit.title else ""
-        match = f"{escape(hit.title + section)}: [dim]{escape(hit.snippet)}[/]"
-        scores = (f"{hit.score:.3f}", f"{hit.vec_score:.2f}", f"{hit.kw_score:.2f}")
-        rows.append((f"[bold]{escape(hit.path)}[/]", str(rank), *scores, match))
-    print_table(("entry", "#", "score", "vec", "kw", "match"), rows)
-    out.print(f"[dim]{plural(len(result.hits), 'entry')}, {result.mode} search, {result.ms:.0f} ms[/]")
+    if explain:
+        _explain(result)
+    else:
+        rows = []
+        for rank, hit in enumerate(result.hits, 1):
+            scores = (f"{hit.score:.3f}", f"{hit.vec_score:.2f}", f"{hit.kw_score:.2f}")
+            rows.append((f"[bold]{escape(hit.path)}[/]", str(rank), *scores, _match(hit)))
+        print_table(("entry", "#", "score", "vec", "kw", "match"), rows)
+    below = f", {len(result.dropped)} below the relevance floor" if result.dropped else ""
+    out.print(f"[dim]{plural(len(result.hits), 'entry')}{below}, {result.mode} search, {result.ms:.0f} ms[/]")
     if result.reason:
         err.print(f"[yellow]note:[/] {result.reason}")
+    elif result.dropped and not explain:
+        err.print("[dim]--explain shows why each entry passed or not; --no-floor shows them all[/]")
+
+
+def _match(hit: Any) -> str:
+    """A hit's title, heading and snippet, as the table's last column."""
+    section = f" › {hit.heading}" if hit.heading and hit.heading != hit.title else ""
+    return f"{escape(hit.title + section)}: [dim]{escape(hit.snippet)}[/]"
+
+
+def _explain(result: Any) -> None:
+    """Every hit of the top k, passed or not, with the raw signals the floor judged."""
+    rows = []
+    ranked = sorted([*result.hits, *result.dropped], key=lambda h: -h.score)
+    for rank, hit in enumerate(ranked, 1):
+        passed = hit in result.hits
+        verdict = f"[green]passed[/]: {escape(hit.why)}" if passed else f"[red]below the floor[/]: {escape(hit.why)}"
+        cosine = "–" if hit.cosine is None else f"{hit.cosine:.2f}"
+        rows.append((f"[bold]{escape(hit.path)}[/]", str(rank), cosine, f"{hit.coverage:.2f}",
+                     "yes" if hit.identifier else "", f"{_match(hit)}\n{verdict}"))  # fmt: skip
+    print_table(("entry", "#", "cosine", "keywords", "exact", "match"), rows)
 
 
 search = click.Command(

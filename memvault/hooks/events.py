@@ -14,12 +14,17 @@ import os
 import re
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TextIO
 
 from memvault import paths, runtime
-from memvault.text import plural
+from memvault.text import bounded_query, plural
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING (mypy reads it so) without importing typing at run time
+if TYPE_CHECKING:  # typing is not imported at run time: every millisecond of a hook's start counts
+    from typing import Any, TextIO
+
+    Output = dict[str, Any]
 
 _IMPORTED = time.monotonic()
 STARTUP_MS = 75  # interpreter start and imports before `main` runs, plus printing: kept out of the recall budget
@@ -28,11 +33,11 @@ STARTUP_MS = 75  # interpreter start and imports before `main` runs, plus printi
 VECTOR_MIN_SHARE = 0.6
 FALLBACK_MS = 90  # kept back from the service's share of the budget for a keyword-only recall here (imports + FTS)
 PROMPT_CHARS = 160  # how much of a prompt the log keeps (secrets redacted) for `memvault inspect`
+# The recall settings passed to recall as they are: the fusion, and the relevance floor.
+RECALL_KEYS = ("fusion", "vector_weight", "keyword_weight", "min_relevance", "coverage_weight", "min_coverage")
 
 # Every rule in secrets.py needs an "=" or ":", a PEM fence, or a run of 12+ non-space characters.
 _MAYBE_SECRET = re.compile(r"[=:]|-----|\S{12,}")
-
-Output = dict[str, Any]
 
 
 class Skip(Exception):
@@ -69,10 +74,16 @@ def main(event: str, stdin: TextIO | None = None, stdout: TextIO | None = None) 
 
 
 def read_payload(stream: TextIO) -> dict[str, Any]:
-    """The event JSON; empty, broken or non-object input gives {} (the hook then does what it can)."""
+    """The event JSON; empty, broken or non-object input gives {} (the hook then does what it can).
+
+    Read as bytes where possible: bytes that are not UTF-8 become U+FFFD instead of failing the read
+    (or, through surrogate escapes, failing the log line later).
+    """
     try:
-        data = json.loads(stream.read(8 * 1024 * 1024) or "{}")
-    except (ValueError, OSError, UnicodeDecodeError):
+        raw = getattr(stream, "buffer", None)
+        text = raw.read(8 * 1024 * 1024).decode("utf-8", "replace") if raw is not None else stream.read(8 * 1024 * 1024)
+        data = json.loads(text or "{}")
+    except (ValueError, OSError, UnicodeDecodeError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}
 
@@ -141,7 +152,7 @@ def session_start(payload: dict[str, Any], settings: dict[str, Any], record: dic
     runtime.save_injected(session, {"always": shown, "recalled": kept})
     record.update(injected=[{"path": p} for p in shown], always_load=len(entries))
     cwd = info["cwd"]
-    _background("start", *(["--project", cwd] if cwd and Path(cwd).is_absolute() else []))
+    _background("start", *([f"--project={cwd}"] if cwd and Path(cwd).is_absolute() else []))
     notes = [f"Loaded {plural(len(shown), 'MemoryVault always-load entry')}"] if shown else []
     counts = inject.pending_counts(root, folder)
     if counts["review"]:
@@ -198,18 +209,19 @@ def user_prompt_submit(payload: dict[str, Any], settings: dict[str, Any], record
     session = _session(payload)
     seen = runtime.injected(session)
     already = set(seen["always"]) | set(seen["recalled"])
-    result = _recall(root, folder, prompt, settings, extra=min(len(already), 20))  # room to drop what it has
+    query = bounded_query(prompt)  # however big the prompt, recall's work stays within the budget
+    record["query_chars"] = len(query)
+    result = _recall(root, folder, query, settings, extra=min(len(already), 20))  # room to drop what it has
     hits = [h for h in result["hits"] if h["path"] not in already]
     context, kept = inject.recall_context(hits[: recall["k"]], recall["max_context_chars"])
     record.update(
         mode=result["mode"],
         vec_hits=result["vec_hits"],
         kw_hits=result["kw_hits"],
+        recall_ms=result.get("ms"),
         deduped=[h["path"] for h in result["hits"] if h["path"] in already],
-        injected=[
-            {"path": h["path"], "title": h["title"], "score": h["score"], "vec": h["vec_score"], "kw": h["kw_score"]}
-            for h in kept
-        ],
+        injected=[_logged(h) for h in kept],
+        dropped=[_logged(h) for h in result.get("dropped", [])],  # below the relevance floor
         reason=result["reason"],
         result="partial" if result["partial"] else "success",
     )
@@ -221,6 +233,14 @@ def user_prompt_submit(payload: dict[str, Any], settings: dict[str, Any], record
         "hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": context},
         "systemMessage": f"Loaded {plural(len(kept), 'relevant entry')}: {names}",
     }
+
+
+def _logged(hit: Mapping[str, Any]) -> dict[str, Any]:
+    """What the log keeps of a hit: enough for `memvault inspect` to say why it was, or was not, injected."""
+    return {
+        "path": hit["path"], "title": hit["title"], "score": hit["score"], "vec": hit["vec_score"],
+        "kw": hit["kw_score"], "cosine": hit.get("cosine"), "coverage": hit.get("coverage"), "why": hit.get("why"),
+    }  # fmt: skip
 
 
 def _recall(root: Path, folder: str, prompt: str, settings: dict[str, Any], extra: int) -> dict[str, Any]:
@@ -236,9 +256,7 @@ def _recall(root: Path, folder: str, prompt: str, settings: dict[str, Any], extr
     budget_ms = recall["prompt_budget_ms"] - (time.monotonic() - _IMPORTED) * 1000 - STARTUP_MS
     options: dict[str, Any] = {
         "k": recall["k"] + extra,
-        "fusion": recall["fusion"],
-        "vector_weight": recall["vector_weight"],
-        "keyword_weight": recall["keyword_weight"],
+        **{key: recall[key] for key in RECALL_KEYS},
     }
     index_file = _index_file(root, folder, settings)
     if budget_ms < VECTOR_MIN_SHARE * recall["prompt_budget_ms"]:
@@ -266,13 +284,17 @@ def _recall(root: Path, folder: str, prompt: str, settings: dict[str, Any], extr
         result = scan.scan(root, folder, disk.ignore_patterns(root, tuple(settings["vault"]["ignore"])), prompt, local)
     data = result.as_dict()
     if result.mode != "none" and not (result.reason or "").startswith(("no index", "no vectors")):  # those stay
-        data.update(partial=True, reason=reason)
+        floor = next((part for part in (result.reason or "").split("; ") if part.startswith(rc.FLOOR_REASON)), None)
+        data.update(partial=True, reason=f"{reason}; {floor}" if floor else reason)
     return data
 
 
 def _excerpt(prompt: str) -> str:
-    """The start of the prompt for the log, secrets redacted (the scanner loads only when one may be there)."""
-    text = " ".join(prompt[: PROMPT_CHARS * 2].split())
+    """The start of the prompt for the log: `<private>` spans removed, secrets redacted (the scanner loads only
+    when one may be there)."""
+    from memvault.store import privacy
+
+    text = " ".join(privacy.strip_private(prompt[: PROMPT_CHARS * 4]).split())
     if _MAYBE_SECRET.search(text):
         from memvault.store import secrets
 
@@ -305,7 +327,7 @@ def idle(payload: dict[str, Any], settings: dict[str, Any], record: dict[str, An
     _vault(settings)
     args = ["idle"]
     if _text(payload, "session_id") and _text(payload, "transcript_path"):
-        args += ["--session", _session(payload), "--transcript", _text(payload, "transcript_path")]
+        args += [f"--session={_session(payload)}", f"--transcript={_text(payload, 'transcript_path')}"]
     _background(*args)
     record["scheduled"] = "idle sweep"
     return None
@@ -318,7 +340,8 @@ def _schedule_reflection(payload: dict[str, Any], settings: dict[str, Any], *, f
     transcript = _text(payload, "transcript_path")
     if not transcript:
         raise Skip("no transcript_path in the event")
-    args = ["reflect", "--session", _session(payload), "--transcript", transcript]
+    # `--opt=value`: a session id or path starting with "-" must not be read as an option
+    args = ["reflect", f"--session={_session(payload)}", f"--transcript={transcript}"]
     _background(*args, *(["--final"] if final else []))
 
 

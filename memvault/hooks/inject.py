@@ -10,9 +10,12 @@ import contextlib
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
 
 from memvault.store import privacy
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING (mypy reads it so) without importing typing at run time
+if TYPE_CHECKING:  # not imported at run time (the prompt path)
+    from typing import Any
 
 ALWAYS_TAG, RECALL_TAG = "memoryvault-always-load", "memoryvault-recall"
 ALWAYS_FOLDER = "_always-load"
@@ -20,10 +23,13 @@ MIN_SHARE = 300  # an always-load entry cut to fit is still given at least this 
 TITLE_CHARS = 48  # per title in the one-line message shown to the user
 
 
-class Loaded(NamedTuple):
-    path: str
-    title: str
-    text: str
+class Loaded:
+    """One always-load note as context: its vault path, title and text."""
+
+    __slots__ = ("path", "text", "title")
+
+    def __init__(self, path: str, title: str, text: str) -> None:
+        self.path, self.title, self.text = path, title, text
 
 
 def always_load_paths(root: Path, folder: str, index_file: Path | None) -> list[str]:

@@ -85,7 +85,10 @@ def warm_up(vault: Vault, project: Path | None = None) -> dict[str, Any]:
         out.update(reindexed=report.changed, embedded=report.embedded, warnings=report.warnings or None)
     except MemvaultError as exc:
         out.update(reindexed=None, reason=str(exc))
-    out.update(sweep(vault, idle_s=None))
+    try:  # whatever a crashed session's transcript holds, the skills are still indexed
+        out.update(sweep(vault, idle_s=None))
+    except Exception as exc:
+        out["sweep"] = f"failed: {type(exc).__name__}: {exc}"[:200]
     out["skills"] = index_skills(vault, project)
     return out
 
@@ -118,6 +121,9 @@ def reflect_session(vault: Vault, session: str, transcript: Path, final: bool) -
         from memvault.reflect import runner
 
         report = runner.reflect_transcript(vault, transcript, session_id=session, final=final)
+    if report.quarantined:  # failed again and again: `health` reports it, `memvault reflect --session` retries
+        runtime.mark_quarantined(session)
+        return {"result": "skipped", "reason": "the transcript is quarantined after failing repeatedly"}
     if report.halted:
         return {"result": "partial", "reason": "the STOP file halted reflection", "written": report.written}
     if report.busy:  # the vault's reflection lock stayed taken: try again on the next Stop or idle sweep
@@ -139,22 +145,27 @@ def sweep(vault: Vault, *, idle_s: float | None) -> dict[str, Any]:
 
     now = time.time()
     done: list[str] = []
+    failed: dict[str, str] = {}
     for path in runtime.markers("start"):
         info = runtime.read_json(path)
         if not isinstance(info, dict) or not isinstance(info.get("session_id"), str):
             continue
-        transcript = Path(info.get("transcript_path") or "")
-        quiet = now - max(_mtime(transcript), _mtime(path))
-        orphan = quiet >= ORPHAN_S
-        due = idle_s is not None and quiet >= idle_s and transcript.is_file()
-        if orphan or (due and runner.pending_bytes(vault, transcript) > 0):
-            outcome = reflect_session(vault, info["session_id"], transcript, final=orphan)
-            if outcome.get("result") not in ("skipped", "partial"):
-                done.append(info["session_id"])
+        session = info["session_id"]
+        try:  # one session's failure never stops the sweep: it is recorded, and quarantined if it keeps failing
+            transcript = Path(info.get("transcript_path") or "")
+            quiet = now - max(_mtime(transcript), _mtime(path))
+            orphan = quiet >= ORPHAN_S
+            due = idle_s is not None and quiet >= idle_s and transcript.is_file()
+            if orphan or (due and runner.pending_bytes(vault, transcript) > 0):
+                outcome = reflect_session(vault, session, transcript, final=orphan)
+                if outcome.get("result") not in ("skipped", "partial"):
+                    done.append(session)
+        except Exception as exc:
+            failed[session] = f"{type(exc).__name__}: {exc}"[:200]
     gc = vault.config.gc
     pruned = runtime.prune(log_days=gc.log_days, marker_days=gc.marker_days, now=now)
     runtime.set_warning("stale_reflection", runner.stale_warning(vault.config, runner.last_run(vault), now))
-    return {"reflected_sessions": done, "pruned": pruned}
+    return {"reflected_sessions": done, "pruned": pruned, **({"failed_sessions": failed} if failed else {})}
 
 
 def _mtime(path: Path) -> float:

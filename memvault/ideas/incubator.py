@@ -63,6 +63,11 @@ class Outcome:
 # ---- reading -------------------------------------------------------------------------------------------
 
 
+def _digest(text: str | None) -> str:
+    """The before-digest of a file from the exact text read of it (read_ledger decodes strictly)."""
+    return journal.ABSENT if text is None else journal.text_digest(text)
+
+
 def read_ledger(vault: Vault) -> str | None:
     """The text of Ideas.md (None when there is none); a non-UTF-8 file is refused, never rewritten."""
     path, _ = safety.resolve_target(vault.root, ideas_md.LEDGER, vault.folder, outside=True)
@@ -190,13 +195,11 @@ def capture(
         if target.exists():
             raise SafetyError(f"{rel} already exists: the idea is already in the incubator", code="conflict", path=rel)
         ops = [journal.FileOp(rel, _checked(vault, note_text, rel, warnings), journal.ABSENT)]
-        ledger_path, _ = safety.resolve_target(vault.root, ideas_md.LEDGER, vault.folder, outside=True)
+        safety.resolve_target(vault.root, ideas_md.LEDGER, vault.folder, outside=True)  # confined, or refused
         current = read_ledger(vault)
         if current is None or ideas_md.find_section(current, ideas_md.link_target(folder)) is None:
             section = _checked(vault, "\n".join(lines), ideas_md.LEDGER, warnings).split("\n")
-            ops.append(
-                journal.FileOp(ideas_md.LEDGER, ideas_md.appended(current, section), journal.digest(ledger_path))
-            )
+            ops.append(journal.FileOp(ideas_md.LEDGER, ideas_md.appended(current, section), _digest(current)))
         return ops
 
     result = vault.transact("idea", rel, plan, reason=title, log=log)
@@ -277,10 +280,8 @@ def _relocate(
                 f" {action} anyway"
             )
         else:
-            ledger_path, _ = safety.resolve_target(vault.root, ideas_md.LEDGER, vault.folder, outside=True)
-            ops.append(
-                journal.FileOp(ideas_md.LEDGER, ideas_md.marked(ledger, span, marker), journal.digest(ledger_path))
-            )
+            safety.resolve_target(vault.root, ideas_md.LEDGER, vault.folder, outside=True)  # confined, or refused
+            ops.append(journal.FileOp(ideas_md.LEDGER, ideas_md.marked(ledger, span, marker), _digest(ledger)))
             section["marked"] = True
         return ops
 

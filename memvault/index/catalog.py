@@ -15,7 +15,7 @@ from memvault.store.model import Entry
 
 from . import db
 from .core import CorruptIndex, open_reader
-from .schema import NoteRow
+from .schema import MIGRATIONS, NoteRow
 
 
 def freshness(root: Path, rows: dict[str, NoteRow], notes: Sequence[str]) -> tuple[list[str], dict[str, Entry]]:
@@ -45,7 +45,7 @@ def fresh_entries(root: Path, index_path: Path, notes: Sequence[str]) -> dict[st
     except CorruptIndex:
         return {}
     try:
-        if "0005_created" not in db.applied(index.conn):
+        if MIGRATIONS[-1][0] not in db.applied(index.conn):
             return {}  # an index from an older release: the next reindex migrates it
         return freshness(root, index.rows(in_memory=False), notes)[1]
     except db.dbapi().DatabaseError:

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 # all-MiniLM-L6-v2 reads 256 word pieces (about 1 KB of English); longer chunks would be cut silently.
 MAX_CHUNK_CHARS = 1000
+# How much of its neighbours a chunk carries (the end of the previous chunk, the start of the next, in the
+# same section): what a reader of the chunk would have just read. The embedded text takes the part before
+# the chunk while the whole stays within EMBED_CHARS, so the model still reads the chunk itself to the end;
+# the keyword row takes both sides. Bounded, so an edit re-embeds at most the chunks next to it.
+CONTEXT_CHARS = 300
+EMBED_CHARS = 1200
 SNIPPET_CHARS = 220
 
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
@@ -39,34 +45,70 @@ class Chunk:
     seq: int
     heading: str  # heading path, "Setup › Linux"; "" before the first heading
     text: str
+    before: str = ""  # the end of the previous chunk of the same section (at most CONTEXT_CHARS)
+    after: str = ""  # the start of the next chunk of the same section (at most CONTEXT_CHARS)
 
 
-def chunks(body: str, max_chars: int = MAX_CHUNK_CHARS) -> list[Chunk]:
+def chunks(body: str, max_chars: int | None = None) -> list[Chunk]:
     """Split a note body into chunks at headings, then at paragraphs, then sentences; never longer than max_chars.
 
     Headings inside fenced code blocks are not headings. An empty body gives one empty chunk so the
-    note's title and tags still have a row to be found by.
+    note's title and tags still have a row to be found by. Each chunk carries its neighbours' window.
     """
     out: list[Chunk] = []
     for heading, text in _sections(body):
-        for piece in _pack(_paragraphs(text), max_chars):
+        for piece in _pack(_paragraphs(text), max_chars or MAX_CHUNK_CHARS):
             out.append(Chunk(len(out), heading, piece))
-    return out or [Chunk(0, "", "")]
+    return with_neighbours(out) or [Chunk(0, "", "")]
+
+
+def with_neighbours(parts: Sequence[Chunk], window: int | None = None) -> list[Chunk]:
+    """The chunks (in order) with `before` and `after` set from their neighbours in the same section."""
+    window = CONTEXT_CHARS if window is None else window
+    out = []
+    for i, part in enumerate(parts):
+        prev = parts[i - 1] if i > 0 and parts[i - 1].heading == part.heading else None
+        nxt = parts[i + 1] if i + 1 < len(parts) and parts[i + 1].heading == part.heading else None
+        before = _tail(prev.text, window) if prev else ""
+        after = _head(nxt.text, window) if nxt else ""
+        out.append(Chunk(part.seq, part.heading, part.text, before, after))
+    return out
+
+
+def heading_path(title: str, heading: str) -> str:
+    """The title and the heading path as a reader sees them: "Title › Setup › Linux", the H1 not repeated."""
+    if not heading:
+        return title
+    repeats = heading == title or heading.startswith(f"{title} › ")  # the path usually starts with the H1
+    return heading if repeats or not title else f"{title} › {heading}"
 
 
 def embed_text(title: str, tags: Iterable[str], chunk: Chunk) -> str:
-    """What the model reads for a chunk: the title (and tags, on the first chunk) give short chunks context."""
-    head = title
-    if chunk.heading:  # the heading path usually starts with the H1, which is the title
-        repeats = chunk.heading == title or chunk.heading.startswith(f"{title} › ")
-        head = chunk.heading if repeats or not title else f"{title} › {chunk.heading}"
+    """What the model reads for a chunk: title and heading path, tags (first chunk), the text before it, the chunk.
+
+    The text before is cut from its start so the whole stays within EMBED_CHARS: the model reads
+    only its first 256 word pieces, and the chunk itself must not be the part it never reaches.
+    """
+    head = heading_path(title, chunk.heading)
     lines = [head] if head else []
     tag_line = " ".join(f"#{t}" for t in tags)
     if chunk.seq == 0 and tag_line:
         lines.append(tag_line)
+    room = EMBED_CHARS - len(chunk.text) - sum(len(line) + 1 for line in lines)
+    if chunk.before and room >= 40:
+        lines.append(_tail(chunk.before, room))
     if chunk.text:
         lines.append(chunk.text)
     return "\n".join(lines)
+
+
+def keyword_row(title: str, tags: Iterable[str], chunk: Chunk) -> tuple[str, str, str, str, str]:
+    """A chunk's FTS5 row: title, tags, heading path, text, and its neighbours' window (`context`, weighted low).
+
+    Every chunk carries the note's title and tags, so a chunk deep in a long note is found by them too.
+    """
+    context = f"{chunk.before}\n{chunk.after}".strip()
+    return title, " ".join(tags), chunk.heading, chunk.text, context
 
 
 def wikilinks(text: str) -> list[str]:
@@ -157,6 +199,34 @@ def snippet(text: str, terms: list[str], limit: int = SNIPPET_CHARS) -> str:
         space = cut.rfind(" ")
         cut = (cut[:space] if space > limit // 2 else cut).rstrip() + " …"
     return ("… " if start > 0 else "") + cut
+
+
+def _tail(text: str, limit: int) -> str:
+    """The end of `text`, at most `limit` characters, starting at a word (a paragraph or sentence when one is near)."""
+    if limit <= 0:
+        return ""
+    if len(text) <= limit:
+        return text
+    cut = text[-limit:]
+    for mark in ("\n\n", ". ", " "):
+        at = cut.find(mark)
+        if 0 <= at < limit // 2:
+            return cut[at + len(mark) :].strip()
+    return cut.strip()
+
+
+def _head(text: str, limit: int) -> str:
+    """The start of `text`, at most `limit` characters, ending at a word (a paragraph or sentence when one is near)."""
+    if limit <= 0:
+        return ""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    for mark in ("\n\n", ". ", " "):
+        at = cut.rfind(mark)
+        if at > limit // 2:
+            return cut[: at + (1 if mark == ". " else 0)].strip()
+    return cut.strip()
 
 
 def _lines(text: str) -> Iterator[tuple[str, bool]]:

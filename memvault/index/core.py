@@ -17,7 +17,7 @@ from memvault.errors import MemvaultError
 
 from . import chunking, db
 from .db import Connection
-from .schema import MIGRATIONS, UNREADABLE, VEC_TABLE, NoteRow, content_hash
+from .schema import FTS_INSERT, MIGRATIONS, UNREADABLE, VEC_TABLE, NoteRow, content_hash
 
 
 class CorruptIndex(MemvaultError):
@@ -122,6 +122,7 @@ class Index:
                 "grp text, visibility integer)"
             )
             self.conn.execute("UPDATE notes SET embedded = NULL")
+            self.conn.execute("UPDATE chunks SET vhash = NULL")
             self.set_meta("vec_model", name)
             self.set_meta("vec_dim", str(int(dim)))
         return True
@@ -168,11 +169,12 @@ class Index:
     def upsert(self, row: NoteRow, parts: Sequence[chunking.Chunk], links: Iterable[str]) -> int:
         """Replace a note's row, chunks, keywords and links (call inside a transaction).
 
-        Vectors of chunks whose embedded text did not change are kept; the rest wait for `pending()`.
+        Vectors of chunks whose embedded text did not change are kept; the rest wait for `pending()`. A
+        chunk whose own text is unchanged but whose neighbours changed keeps its old vector meanwhile.
         """
         conn = self.conn
         old = conn.execute("SELECT id FROM notes WHERE path = ?", (row.path,)).fetchone()
-        reusable = self._old_vectors(old[0]) if old else {}
+        reusable, stale = self._old_vectors(old[0]) if old else ({}, {})
         if old:
             self._drop_chunks(old[0])
             conn.execute("DELETE FROM links WHERE src = ?", (old[0],))
@@ -197,25 +199,22 @@ class Index:
                 values,
             )
             note_id = int(cur.lastrowid or 0)
-        tag_text = " ".join(row.tags)
         complete = self.vector_model() is not None
         for part in parts:
             ehash = content_hash(chunking.embed_text(row.title, row.tags, part).encode())
+            vector = reusable.get(ehash)
+            vhash = ehash if vector is not None else None  # the text the chunk's stored vector was made from
+            if vector is None:  # the same text with new neighbours: its old vector serves until re-embedded
+                complete = False
+                vector, vhash = stale.get(part.text, (None, None))
             cur = conn.execute(
-                "INSERT INTO chunks (note_id, seq, heading, text, ehash) VALUES (?, ?, ?, ?, ?)",
-                (note_id, part.seq, part.heading, part.text, ehash),
+                "INSERT INTO chunks (note_id, seq, heading, text, ehash, vhash) VALUES (?, ?, ?, ?, ?, ?)",
+                (note_id, part.seq, part.heading, part.text, ehash, vhash),
             )
             chunk_id = int(cur.lastrowid or 0)
-            conn.execute(
-                "INSERT INTO chunks_fts (rowid, title, tags, heading, body) VALUES (?, ?, ?, ?, ?)",
-                (chunk_id, row.title if part.seq == 0 else "", tag_text if part.seq == 0 else "", part.heading,
-                 part.text),
-            )  # fmt: skip
-            vector = reusable.get(ehash)
+            conn.execute(FTS_INSERT, (chunk_id, *chunking.keyword_row(row.title, row.tags, part)))
             if vector is not None:
                 self._insert_vector(chunk_id, vector, row.group, row.visibility)
-            else:
-                complete = False
         conn.execute("UPDATE notes SET embedded = ? WHERE id = ?", (self._model_name() if complete else None, note_id))
         conn.executemany("INSERT INTO links (src, target) VALUES (?, ?)", [(note_id, t) for t in links])
         return note_id
@@ -259,7 +258,9 @@ class Index:
     def pending(self, limit: int, first: Iterable[str] = ()) -> list[tuple[int, list[tuple[int, str]]]]:
         """Up to `limit` notes still needing vectors: (note id, [(chunk id, text to embed), …]).
 
-        Notes at the paths in `first` come first, then memory entries, then the user's own notes.
+        Only the chunks without a vector of their current text are listed, so an edit to one part of
+        a long note embeds that part and its neighbours, not the whole note. Notes at the paths in
+        `first` come first, then memory entries, then the user's own notes.
         """
         model = self._model_name()
         wanted = list(first)[:500]
@@ -271,10 +272,15 @@ class Index:
         out = []
         for note_id, title, tags in rows:
             parts = self.conn.execute(
-                "SELECT id, seq, heading, text FROM chunks WHERE note_id = ? ORDER BY seq", (note_id,)
+                "SELECT id, seq, heading, text, ehash, vhash FROM chunks WHERE note_id = ? ORDER BY seq", (note_id,)
             ).fetchall()
             tag_list = json.loads(tags)
-            texts = [(cid, chunking.embed_text(title, tag_list, chunking.Chunk(seq, h, t))) for cid, seq, h, t in parts]
+            whole = chunking.with_neighbours([chunking.Chunk(seq, h, t) for _, seq, h, t, _, _ in parts])
+            texts = [
+                (row[0], chunking.embed_text(title, tag_list, chunk))
+                for row, chunk in zip(parts, whole, strict=True)
+                if row[5] is None or row[5] != row[4]  # no vector yet, or one made from other text
+            ]
             out.append((int(note_id), texts))
         return out
 
@@ -298,6 +304,7 @@ class Index:
         for chunk_id, blob in vectors:
             self.conn.execute(f"DELETE FROM {VEC_TABLE} WHERE rowid = ?", (chunk_id,))
             self._insert_vector(chunk_id, blob, grp, vis)
+            self.conn.execute("UPDATE chunks SET vhash = ehash WHERE id = ?", (chunk_id,))
         self.conn.execute("UPDATE notes SET embedded = ? WHERE id = ?", (model, note_id))
 
     def clear(self) -> None:
@@ -341,14 +348,18 @@ class Index:
             (chunk_id, blob, grp or "", vis),
         )
 
-    def _old_vectors(self, note_id: int) -> dict[str, bytes]:
+    def _old_vectors(self, note_id: int) -> tuple[dict[str, bytes], dict[str, tuple[bytes, str]]]:
+        """A note's current vectors by the hash of the text they were made from, and every stored vector by
+        its chunk's own text (with that hash)."""
         if not self._has_vectors():
-            return {}
+            return {}, {}
         rows = self.conn.execute(
-            f"SELECT c.ehash, v.embedding FROM chunks c JOIN {VEC_TABLE} v ON v.rowid = c.id WHERE c.note_id = ?",
+            f"SELECT c.vhash, c.text, v.embedding FROM chunks c JOIN {VEC_TABLE} v ON v.rowid = c.id "
+            "WHERE c.note_id = ? AND c.vhash IS NOT NULL",
             (note_id,),
-        )
-        return {ehash: bytes(blob) for ehash, blob in rows}
+        ).fetchall()
+        current = {vhash: bytes(blob) for vhash, _, blob in rows}
+        return current, {text: (bytes(blob), vhash) for vhash, text, blob in rows}
 
     def _drop_chunks(self, note_id: int) -> None:
         ids = [r[0] for r in self.conn.execute("SELECT id FROM chunks WHERE note_id = ?", (note_id,))]

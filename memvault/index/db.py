@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memvault import paths
 from memvault.errors import ConfigError, MemvaultError
 
 if TYPE_CHECKING:
@@ -89,8 +90,8 @@ def connect(path: Path | str, *, vector: bool = True, readonly: bool = False) ->
         readonly = False
     elif readonly:
         target = Path(path).resolve().as_uri() + "?mode=ro"
-    else:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    else:  # user-only from birth (its -wal and -shm files take the same mode); SQLite would use the umask
+        paths.create_private_file(Path(path))
     conn: Connection = module.connect(target, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, uri=readonly)
     try:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -115,6 +116,22 @@ def _load_vec0(conn: Connection) -> None:
         raise VectorUnavailable(f"cannot load sqlite-vec from {lib}: {exc}; reinstall: pip install sqlite-vec") from exc
     finally:
         conn.enable_load_extension(False)
+
+
+def is_busy(exc: BaseException) -> bool:
+    """Whether a database error means another connection holds the write lock ("database is locked")."""
+    text = str(exc).lower()
+    return isinstance(exc, dbapi().OperationalError) and ("locked" in text or "busy" in text)
+
+
+@contextmanager
+def busy_timeout(conn: Connection, ms: int) -> Iterator[Connection]:
+    """Wait at most `ms` for the write lock inside the block (the connection's usual wait is BUSY_TIMEOUT_MS)."""
+    conn.execute(f"PRAGMA busy_timeout = {int(ms)}")
+    try:
+        yield conn
+    finally:
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
 
 
 def vec_version(conn: Connection) -> str | None:

@@ -6,9 +6,10 @@ Pure definitions: opening, querying and writing the database is `core`.
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass
 
-from . import db
+from . import chunking, db
 from .db import Connection
 
 VEC_TABLE = "vec_chunks"
@@ -121,6 +122,45 @@ def _readable_pending(conn: Connection) -> None:
     conn.execute("UPDATE notes SET mtime_ns = 0, hash = ''")
 
 
+def _reread(conn: Connection) -> None:
+    # One definition of "private" (store.privacy): titles lose <private> spans, and `private: yes`,
+    # `"true"` or a flag after a comment now hide a note. The next sync re-reads every note.
+    conn.execute("UPDATE notes SET mtime_ns = 0, hash = ''")
+
+
+FTS_COLUMNS = "title, tags, heading, body, context"
+FTS_TOKENIZER = "tokenize = 'porter unicode61 remove_diacritics 2'"
+FTS_INSERT = f"INSERT INTO chunks_fts (rowid, {FTS_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)"  # noqa: S608 (constants)
+
+
+def _chunk_context(conn: Connection) -> None:
+    """Chunks carry their neighbours: keyword rows gain a `context` column and every chunk the note's title,
+    and the embedded text gains the end of the previous chunk. `vhash` records which embedded text a
+    chunk's stored vector was made from, so only chunks whose text changed are embedded again.
+
+    The keyword rows are rebuilt here from the stored chunks, so keyword search is complete at once.
+    The old vectors stay (same model, slightly different text) until the next reindex replaces them:
+    recall keeps finding notes by meaning meanwhile.
+    """
+    conn.execute("ALTER TABLE chunks ADD COLUMN vhash TEXT")
+    conn.execute("DROP TABLE chunks_fts")
+    conn.execute(f"CREATE VIRTUAL TABLE chunks_fts USING fts5({FTS_COLUMNS}, {FTS_TOKENIZER})")
+    has_vectors = conn.execute("SELECT 1 FROM meta WHERE key = 'vec_model'").fetchone() is not None
+    notes = conn.execute("SELECT id, title, tags, embedded FROM notes").fetchall()
+    for note_id, title, tags, embedded in notes:
+        rows = conn.execute(
+            "SELECT id, seq, heading, text, ehash FROM chunks WHERE note_id = ? ORDER BY seq", (note_id,)
+        ).fetchall()
+        tag_list = json.loads(tags)
+        parts = chunking.with_neighbours([chunking.Chunk(seq, heading, text) for _, seq, heading, text, _ in rows])
+        for (chunk_id, *_, old_hash), part in zip(rows, parts, strict=True):
+            new_hash = content_hash(chunking.embed_text(title, tag_list, part).encode())
+            made_from = old_hash if has_vectors and embedded else None
+            conn.execute("UPDATE chunks SET ehash = ?, vhash = ? WHERE id = ?", (new_hash, made_from, chunk_id))
+            conn.execute(FTS_INSERT, (chunk_id, *chunking.keyword_row(title, tag_list, part)))
+    conn.execute("UPDATE notes SET embedded = NULL")
+
+
 MIGRATIONS: list[db.Migration] = [
     ("0001_core", _core),
     ("0002_recalls", _recalls),
@@ -128,4 +168,6 @@ MIGRATIONS: list[db.Migration] = [
     ("0004_recall_cursor", _recall_cursor),
     ("0005_created", _created),
     ("0006_readable_pending", _readable_pending),
+    ("0007_privacy_reread", _reread),
+    ("0008_chunk_context", _chunk_context),
 ]

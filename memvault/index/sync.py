@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Protocol
 
 from memvault.errors import MemvaultError
-from memvault.store import disk, model, notes, safety
+from memvault.store import disk, model, notes, privacy, safety
 
 from . import chunking, db
 from .core import Index
@@ -20,7 +20,6 @@ INDEX_MAX_BYTES = disk.MAX_NOTE_BYTES  # a bigger file is recorded as unreadable
 IDEAS_LEDGER = "Ideas.md"  # the idea ledger at the vault root (ideas.ledger.LEDGER; ideas sits above index)
 # A ledger section (`## date: title` up to the next `#`/`##` heading) marked `→ archived …` or `→ deleted …`.
 _RETIRED_IDEA = re.compile(r"(?m)^##[ \t][^\n]*\n(?:(?!#{1,2}[ \t])[^\n]*\n)*?→ (?:archived|deleted)\b[^\n]*(?:\n|\Z)")
-_PRIVATE_LINE = re.compile(r"(?im)^private:\s*['\"]?(true|yes|on)['\"]?\s*$")
 EMBED_BATCH_NOTES = 32
 SCAN_BATCH = 200
 
@@ -50,8 +49,7 @@ class Layout:
         title = notes.title_of(note, Path(rel).stem)
         meta = note.meta if note.ok else {}
         # Frontmatter YAML rejects (Obsidian accepts `- @kepano`): the note is indexed by its text, and a
-        # `private: true` line still counts.
-        private = meta.get("private") is True or (not note.ok and bool(_PRIVATE_LINE.search(note.frontmatter or "")))
+        # `private:` line in it still counts (store.privacy reads the raw lines, failing closed).
         row = NoteRow(
             path=rel,
             mtime_ns=mtime_ns,
@@ -63,7 +61,7 @@ class Layout:
             group=group,
             tags=tuple(str(t).lstrip("#") for t in model.as_list(meta.get("tags")) if t is not None),
             always_load=meta.get("always_load") is True or area == model.ALWAYS_LOAD,
-            private=private,
+            private=privacy.note_is_private(meta, note.frontmatter),
             updated=model.to_str(meta.get("updated")),
             in_memory=in_memory,
             area=area,

@@ -12,7 +12,6 @@ import socket
 import sys
 import time
 from pathlib import Path
-from typing import Any, NamedTuple
 
 from memvault import paths
 from memvault.errors import MemvaultError
@@ -31,12 +30,18 @@ MAX_REPLY = 32 * 1024 * 1024
 LOOPBACK = "127.0.0.1"
 
 
-class Embedded(NamedTuple):  # a NamedTuple, not a dataclass: the prompt path skips importing dataclasses
+TYPE_CHECKING = False  # typing.TYPE_CHECKING (mypy reads it so) without importing typing at run time
+if TYPE_CHECKING:  # the prompt path imports neither typing nor dataclasses
+    from typing import Any
+
+
+class Embedded:
     """Vectors from the service: one float32 little-endian L2-normalised blob per text, as `embed.Embedder`."""
 
-    model: str
-    dim: int
-    vectors: list[bytes]
+    __slots__ = ("dim", "model", "vectors")
+
+    def __init__(self, model: str, dim: int, vectors: list[bytes]) -> None:
+        self.model, self.dim, self.vectors = model, dim, vectors
 
 
 def socket_path() -> Path:

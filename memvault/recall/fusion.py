@@ -10,6 +10,8 @@ K = TypeVar("K", bound=Hashable)
 METHODS = ("weighted", "rrf", "adaptive")
 RRF_K = 60
 LEAK = 0.01  # adaptive: how much of a below-average z-score is kept (keeps those candidates in order)
+# adaptive: how much of a note's standing out is discounted per "chance" it had (see `chances`).
+CHANCE = 0.5
 
 
 def fuse(
@@ -19,18 +21,20 @@ def fuse(
     method: str = "adaptive",
     vector_weight: float = 0.7,
     keyword_weight: float = 0.3,
+    sizes: Mapping[K, int] | None = None,
 ) -> list[tuple[K, float]]:
     """Merge per-note vector similarities (cosine) and keyword relevances (bm25, higher is better), best first.
 
-    The weights apply to "weighted" and "rrf"; "adaptive" sets its own per query.
-    Ties break by key order of appearance (vector side first) so results are deterministic.
+    The weights apply to "weighted" and "rrf"; "adaptive" sets its own per query, and discounts notes
+    by their number of chunks (`sizes`, see `chances`). Ties break by key order of appearance (vector
+    side first) so results are deterministic.
     """
     if method == "weighted":
         scores = weighted(vector, keyword, vector_weight, keyword_weight)
     elif method == "rrf":
         scores = rrf(vector, keyword, vector_weight, keyword_weight)
     elif method == "adaptive":
-        scores = adaptive(vector, keyword)
+        scores = adaptive(vector, keyword, chances(sizes or {}))
     else:
         raise ValueError(f"unknown fusion {method!r}; expected one of {', '.join(METHODS)}")
     order = {key: i for i, key in enumerate([*vector, *keyword])}
@@ -53,7 +57,19 @@ def rrf(vector: Mapping[K, float], keyword: Mapping[K, float], wv: float = 1.0, 
     return out
 
 
-def adaptive(vector: Mapping[K, float], keyword: Mapping[K, float]) -> dict[K, float]:
+def chances(sizes: Mapping[K, int]) -> dict[K, float]:
+    """How far a note's best chunk stands out by chance alone, in standard deviations: √(2 ln n) for n chunks.
+
+    A note scores by its best chunk, so a note of hundreds of chunks (a list, a log, a newsletter
+    archive) gets hundreds of tries at every query: the largest of n unrelated scores lies about
+    √(2 ln n) standard deviations above their mean. A one-chunk note is not discounted at all.
+    """
+    return {key: math.sqrt(2 * math.log(n)) for key, n in sizes.items() if n > 1}
+
+
+def adaptive(
+    vector: Mapping[K, float], keyword: Mapping[K, float], discount: Mapping[K, float] | None = None
+) -> dict[K, float]:
     """Confidence-weighted z-scores: each side speaks in proportion to how clearly its best candidate stands out.
 
     1. Each side's scores become z-scores over that side's own candidates, so cosines and bm25
@@ -61,7 +77,9 @@ def adaptive(vector: Mapping[K, float], keyword: Mapping[K, float]) -> dict[K, f
     2. Only standing out counts: a below-average z is shrunk by LEAK (kept only to order those
        candidates), and a note missing from a side counts as one standard deviation below that
        side's weakest candidate, so appearing on a side always helps a note, if only a little.
-    3. A side's confidence is its best z. A side whose candidates all look alike (a common
+    3. A note with many chunks had many chances to stand out: its z on each side is lowered by
+       CHANCE × `discount` (see `chances`), so a long list note does not win by size.
+    4. A side's confidence is its best z. A side whose candidates all look alike (a common
        word matched everywhere, vectors of unrelated notes, a single candidate) gets little
        weight; the other side then decides. Score = (cv·zv + ck·zk) / (cv + ck).
 
@@ -70,6 +88,8 @@ def adaptive(vector: Mapping[K, float], keyword: Mapping[K, float]) -> dict[K, f
     clearly lose on one of the two.
     """
     sides = [_standout(vector), _standout(keyword)]
+    if discount:
+        sides = [{k: z - CHANCE * discount.get(k, 0.0) for k, z in side.items()} for side in sides]
     confidence = [max(z.values(), default=0.0) for z in sides]
     total = sum(confidence)
     weights = [c / total for c in confidence] if total > 0 else [0.5, 0.5]

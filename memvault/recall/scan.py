@@ -11,8 +11,10 @@ from pathlib import Path
 from memvault.errors import MemvaultError
 from memvault.index import chunking
 from memvault.index.schema import NoteRow, place
+from memvault.store import privacy
+from memvault.text import bounded_query
 
-from . import search
+from . import relevance, search
 
 
 def scan(root: Path, folder: str, ignore: tuple[str, ...], query: str, options: search.Options) -> search.Result:
@@ -26,7 +28,7 @@ def scan(root: Path, folder: str, ignore: tuple[str, ...], query: str, options: 
 
     started = time.monotonic()
     deadline = started + options.budget_ms / 1000
-    terms = chunking.query_terms(query)
+    terms = chunking.query_terms(bounded_query(query))
     result = search.Result(mode="keyword", reason="no index yet: scanned the files (keyword-only)")
     if not terms:
         result.mode = "none"
@@ -45,17 +47,28 @@ def scan(root: Path, folder: str, ignore: tuple[str, ...], query: str, options: 
         head, body = split_frontmatter(text)
         if not admits_file(rel, folder, head, options):
             continue
-        title = next((ln[2:].strip() for ln in body.splitlines() if ln.startswith("# ")), Path(rel).stem)
+        body = privacy.strip_private(body)  # never scored, titled or quoted
+        headings = (ln[2:].strip() for ln in body.splitlines() if ln.startswith("# "))
+        title = next((t for t in headings if t), Path(rel).stem)
         lower_title, lower_head, lower_body = title.lower(), head.lower(), body.lower()
         score = sum(lower_body.count(t) + 3 * (lower_title.count(t) + lower_head.count(t)) for t in terms)
         if score:
             scored.append((float(score), rel, title, body))
     scored.sort(key=lambda item: (-item[0], item[1]))
     best = scored[0][0] if scored else 1.0
-    result.hits = [
-        search.Hit(rel, title, round(score / best, 4), 0.0, round(score / best, 4), chunking.snippet(body, terms))
-        for score, rel, title, body in scored[: options.k]
-    ]
+    hits = []
+    for points, rel, title, body in scored[: options.k]:
+        text = f"{title}\n{body}".lower()
+        covered = sum(t in text for t in terms) / len(terms)  # no index, so no IDF: the plain share of words
+        signals = relevance.Signals(None, covered, False)
+        hits.append(search.Hit(rel, title, round(points / best, 4), 0.0, round(points / best, 4),
+                               chunking.snippet(body, terms), coverage=round(covered, 4),
+                               why=relevance.verdict(signals, options.floor)[1]))  # fmt: skip
+    floor = options.floor
+    result.hits = [h for h in hits if not floor.on or h.coverage >= floor.min_coverage]
+    result.dropped = [h for h in hits if h not in result.hits]
+    if hits and not result.hits:
+        result.reason = f"{search.FLOOR_REASON} (best: {hits[0].why})"
     result.kw_hits, result.ms = len(scored), (time.monotonic() - started) * 1000
     return result
 
@@ -80,5 +93,5 @@ def admits_file(rel: str, folder: str, head: str, options: search.Options) -> bo
 
     in_memory, group, area = place(rel, folder)
     row = NoteRow(rel, 0, 0, "", "", status=value("status") or "active", group=group,
-                  private=value("private") == "true", in_memory=in_memory, area=area)  # fmt: skip
+                  private=privacy.frontmatter_says_private(head), in_memory=in_memory, area=area)  # fmt: skip
     return search.admits(row, options)

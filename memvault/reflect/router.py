@@ -108,10 +108,38 @@ def route(
     review_mode: str = "interactive",
     thresholds: Thresholds = Thresholds(),
     captured_at: dt.datetime | None = None,
+    risk: str | None = None,
 ) -> Route:
-    """The route of one candidate (see the module docstring and wiki/explanation/reflection.md)."""
+    """The route of one candidate (see the module docstring and wiki/explanation/reflection.md).
+
+    `risk` (from `risk.assess`): the capture would be dangerous as a standing rule; it goes to
+    `_review/` whatever its confidence and the review mode, never straight into the vault.
+    """
     if candidate.category == "idea":
         return route_idea(candidate, nearest, thresholds)
+    chosen = _route(candidate, sessions_seen, nearest, review_mode, thresholds, captured_at)
+    if risk is None or chosen.action == DUPLICATE:
+        return chosen
+    why = f"{risk}: held for your review"
+    if chosen.action == PROMOTE:  # a pending capture seen again: at most as far as review
+        return (
+            Route(PROMOTE, REVIEW, why, chosen.target)
+            if chosen.target and f"/{INBOX}/" in chosen.target
+            else (Route(DUPLICATE, None, f"{why} (already in review)", chosen.target))
+        )
+    if chosen.action == SUPERSEDE:
+        return Route(SUPERSEDE, REVIEW, f"{why}; proposed as a replacement", chosen.target)
+    return Route(REVIEW_Q, REVIEW, why)
+
+
+def _route(
+    candidate: CandidateLike,
+    sessions_seen: int,
+    nearest: Nearest | None,
+    review_mode: str,
+    thresholds: Thresholds,
+    captured_at: dt.datetime | None,
+) -> Route:
     base = confidence_route(candidate, sessions_seen, review_mode, thresholds)
     if nearest is None:
         return base

@@ -29,13 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from memvault import paths, runtime
-from memvault.errors import MemvaultError
+from memvault.errors import VaultBusy
 from memvault.store import disk
 from memvault.vault.core import Vault
 
 from . import miner
 from .session import Report, TranscriptPass
-from .state import TranscriptState, read_json, state_dir, write_json
+from .state import Failures, TranscriptState, read_json, state_dir, write_json
 
 __all__ = [
     "CorpusReport",
@@ -66,6 +66,7 @@ class CorpusReport:
     candidates: int = 0
     written: list[str] = field(default_factory=list)
     errors: dict[str, str] = field(default_factory=dict)
+    quarantined: list[str] = field(default_factory=list)  # left alone after failing again and again
     halted: bool = False
     busy: bool = False
     dry_run: bool = False
@@ -108,11 +109,16 @@ def reflect_transcript(
     dry_run: bool = False,
     final: bool = False,
     show_prompt: Callable[[list[Any]], None] | None = None,
+    retry: bool = False,
 ) -> Report:
     """Reflect what is new in one transcript; see the module docstring.
 
     `show_prompt`, when given, gets the windows the Claude miner would send (see `miner.windows`) and
     nothing is mined or written (a dry run that prints the prompt).
+
+    A pass that fails is recorded (`state.Failures`) and its error re-raised; after
+    `state.QUARANTINE_AFTER` failures in a row the transcript is quarantined and later calls return
+    at once with `quarantined` set, unless `retry` (an explicit request from the user).
     """
     started = time.monotonic()
     settings = vault.config.reflection
@@ -131,9 +137,23 @@ def reflect_transcript(
         if not held:
             report.busy = True
             return _done(report, started)
-        TranscriptPass(
-            vault, transcript, report, final=final, wait_service=WAIT_SERVICE_S, show_prompt=show_prompt
-        ).run()
+        failures = Failures.load(vault)
+        if failures.quarantined(transcript) and not retry:
+            report.quarantined = True
+            return _done(report, started)
+        try:
+            TranscriptPass(
+                vault, transcript, report, final=final, wait_service=WAIT_SERVICE_S, show_prompt=show_prompt
+            ).run()
+        except (KeyboardInterrupt, VaultBusy):
+            raise  # not the transcript's fault
+        except Exception as exc:
+            if not dry_run:
+                row = failures.record(transcript, report.session_id or session_id, f"{type(exc).__name__}: {exc}")
+                report.quarantined = bool(row["quarantined"])
+            raise
+        if not dry_run:
+            failures.clear(transcript)
     if not (dry_run or report.halted):
         write_json(
             state_dir(vault) / "last_run.json",
@@ -175,8 +195,13 @@ def reflect_corpus(
             continue
         try:
             one = reflect_transcript(vault, path, dry_run=dry_run, final=True)
-        except (MemvaultError, OSError, ValueError) as exc:
-            report.errors[str(path)] = f"{type(exc).__name__}: {exc}"
+        except VaultBusy:
+            raise
+        except Exception as exc:  # this file only: the corpus goes on
+            report.errors[str(path)] = f"{type(exc).__name__}: {exc}"[:500]
+            continue
+        if one.quarantined:
+            report.quarantined.append(str(path))
             continue
         report.reflected += 1
         report.candidates += one.candidates

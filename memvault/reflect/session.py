@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memvault import paths
+from memvault import fault, paths
 from memvault.errors import InvalidNote, MemvaultError, SafetyError
 from memvault.ideas import incubator
 from memvault.index.schema import place
@@ -24,7 +24,7 @@ from memvault.store.changelog import Record
 from memvault.store.model import INCUBATOR
 from memvault.vault.core import Vault
 
-from . import likeness, router
+from . import likeness, risk, router
 from .state import Ledger, TranscriptState
 
 RECALL_BUDGET_MS = 5_000
@@ -53,6 +53,7 @@ class Report:
     ms: float = 0.0
     busy: bool = False  # another reflection held the lock for reflect.LOCK_WAIT_S: nothing was done
     deferred: bool = False  # the Claude miner would run and this was not the final pass: left for the final one
+    quarantined: bool = False  # the transcript failed again and again: left alone (see state.Failures)
     notes: list[str] = field(default_factory=list)  # dropped candidates (secrets), warnings
 
     def as_dict(self) -> dict[str, Any]:
@@ -81,32 +82,44 @@ class TranscriptPass:
         self.skipped: list[Record] = []  # duplicates: one change-log write at the end of the pass
 
     def run(self) -> None:
+        """Read and reflect the transcript from the cursor to its end, one bounded read at a time."""
+        size = self.path.stat().st_size
+        if self.state.offset > size:  # the file was replaced by a shorter one: start over (routed keys stay)
+            self.state.reset()
+        while self._run_once() and not (self.report.halted or self.report.dry_run):
+            pass
+        if not self.report.dry_run:
+            self._log_skipped()
+
+    def _run_once(self) -> bool:
+        """One bounded read (`transcript.READ_BYTES`) mined and written; True when more is left to read."""
         from . import miner, transcript
 
         report, state = self.report, self.state
-        size = self.path.stat().st_size
-        if state.offset > size:  # the file was replaced by a shorter one: start over (routed keys stay)
-            state.reset()
+        fault.checkpoint(f"reflecting {self.path.name}")
         read = transcript.read(self.path, transcript.Cursor(state.context_offset, state.context_line), tools=True)
         report.session_id = report.session_id or read.session_id or self.path.stem
-        report.skipped_lines = dict(read.skipped)
+        for reason, count in read.skipped.items():
+            report.skipped_lines[reason] = report.skipped_lines.get(reason, 0) + count
         turns = [dataclasses.replace(t, text=privacy.strip_private(t.text)) for t in read.turns]
         new_turns = [t for t in turns if t.line > state.line and t.role not in transcript.TOOL_ROLES]
-        report.turns = len(new_turns)
+        report.turns += len(new_turns)
         if not new_turns:
-            self._advance(read.cursor, turns)
-            return
+            self._advance(read.cursor, turns, read.more)
+            return read.more
         if self.show_prompt is not None:
             self.show_prompt(miner.windows(turns, self.vault.config.reflection))
-            return
+            return False
         candidates, ran = miner.run(turns, self.settings, project=read.cwd)
         report.miner, report.miner_reason = ran.miner, ran.reason
-        report.claude_calls, report.cost_usd = ran.calls, ran.cost_usd
+        report.claude_calls += ran.calls
+        if ran.cost_usd is not None:
+            report.cost_usd = (report.cost_usd or 0.0) + ran.cost_usd
         report.notes += ran.notes
         times = {f"L{t.line}": t.timestamp for t in turns}
         candidates = [_safe_key(c) for c in candidates]
         fresh = _unique(c for c in candidates if c.key not in state.keys)
-        report.candidates = len(fresh)
+        report.candidates += len(fresh)
         try:
             for candidate in fresh:
                 if paths.stop_file().exists():
@@ -119,20 +132,22 @@ class TranscriptPass:
                 self.ledger.save()
             raise
         if report.dry_run:
-            return
-        self._log_skipped()
+            return False
         if report.halted:
             state.save()  # the routed keys, not the cursor: the rest is mined again next time
             self.ledger.save()
-            return
-        self._advance(read.cursor, turns)
+            return False
+        self._advance(read.cursor, turns, read.more)
         self.ledger.save()
+        return read.more
 
-    def _advance(self, cursor: Any, turns: Sequence[Any]) -> None:
+    def _advance(self, cursor: Any, turns: Sequence[Any], more: bool = False) -> None:
         if self.report.dry_run:
             return
         spoken = [t for t in turns if t.role in ("user", "assistant")]  # tool turns do not count as context
         context_line = spoken[-CONTEXT_TURNS].line - 1 if len(spoken) >= CONTEXT_TURNS else self.state.context_line
+        if more:  # a read cut at READ_BYTES: the next one must start past where this one's new part began
+            context_line = max(context_line, self.state.line)
         self.state.advance(self.path, cursor.offset, cursor.line, context_line)
         self.state.save()
 
@@ -156,6 +171,7 @@ class TranscriptPass:
         nearest, related = self._nearest(candidate, title, body)
         if nearest is not None and nearest.key and nearest.key in self.ledger.related(candidate.key):
             nearest = dataclasses.replace(nearest, key=candidate.key)  # the same pattern, said in other words
+        danger = risk.assess(f"{title}\n{body}") if candidate.category != "idea" else None
         choice = router.route(
             candidate,
             sessions_seen=seen,
@@ -163,12 +179,16 @@ class TranscriptPass:
             review_mode=self.vault.config.memory.review_mode,
             thresholds=self.thresholds,
             captured_at=said_at,
+            risk=danger,
         )
         entry.update(action=choice.action, reason=choice.reason, sessions=seen)
+        if danger:
+            entry["warning"] = danger
+            report.notes.append(f"{title}: {danger}; held for review")
         if choice.target:
             entry["target"] = choice.target
         try:
-            path = self._apply(choice, candidate, title, body, session, seen, related)
+            path = self._apply(choice, candidate, title, body, session, seen, related, danger)
         except (SafetyError, InvalidNote) as exc:  # this candidate only; a busy vault stops the pass
             entry.update(action="dropped", reason=f"refused by the vault ({exc.code}): {exc.args[0]}"[:300])
             report.notes.append(f"{title}: dropped ({exc.code})")
@@ -286,7 +306,15 @@ class TranscriptPass:
     # ---- writing -----------------------------------------------------------------------------
 
     def _apply(
-        self, choice: router.Route, candidate: Any, title: str, body: str, session: str, seen: int, related: list[str]
+        self,
+        choice: router.Route,
+        candidate: Any,
+        title: str,
+        body: str,
+        session: str,
+        seen: int,
+        related: list[str],
+        danger: str | None = None,
     ) -> str | None:
         why = {"rule": candidate.rule, "confidence": candidate.confidence, "session": session}
         if choice.action == router.DUPLICATE:
@@ -302,6 +330,8 @@ class TranscriptPass:
             "reflect_key": candidate.key,
             "seen_in_sessions": seen,
         }
+        if danger:
+            meta["warning"] = danger  # shown by `memvault review`
         if choice.action == router.PROMOTE:
             assert choice.target and choice.folder
             folder = choice.folder

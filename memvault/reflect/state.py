@@ -18,6 +18,7 @@ from .mine.text import similar_keys
 
 LEDGER_SESSIONS = 20  # sessions remembered per candidate key
 KEYS_KEPT = 2_000  # routed keys remembered per transcript
+QUARANTINE_AFTER = 3  # failed passes in a row before a transcript is left alone (until retried by hand)
 
 
 @dataclass
@@ -71,8 +72,7 @@ class Ledger:
     @classmethod
     def load(cls, vault: Vault) -> Ledger:
         file = state_dir(vault) / "ledger.json"
-        data = read_json(file)
-        return cls(file, data if isinstance(data, dict) else {})
+        return cls(file, _rows(file))
 
     def seen(self, key: str, session: str, *, dry: bool) -> int:
         """Record that `session` produced `key`; return in how many distinct sessions it, or the same pattern
@@ -99,9 +99,55 @@ class Ledger:
         write_json(self.file, self.data)
 
 
+@dataclass
+class Failures:
+    """Transcripts whose reflection failed: how often in a row, the last error, and whether quarantined.
+
+    A transcript that fails QUARANTINE_AFTER passes in a row is quarantined: background reflection
+    (Stop, SessionEnd, the idle and crash sweeps) leaves it alone, `health` reports it, and an
+    explicit `memvault reflect --session PATH` tries again. A pass that succeeds clears its record.
+    """
+
+    file: Path
+    data: dict[str, dict[str, Any]]
+
+    @classmethod
+    def load(cls, vault: Vault) -> Failures:
+        file = state_dir(vault) / "failures.json"
+        return cls(file, _rows(file))
+
+    def record(self, transcript: Path, session: str | None, error: str) -> dict[str, Any]:
+        key = os.path.realpath(transcript)
+        row = self.data.get(key) or {}
+        failures = int(row.get("failures") or 0) + 1
+        self.data[key] = row = {
+            "transcript": str(transcript), "session": session or row.get("session"), "failures": failures,
+            "error": error[:500], "first": row.get("first") or time.time(), "last": time.time(),
+            "quarantined": failures >= QUARANTINE_AFTER,
+        }  # fmt: skip
+        write_json(self.file, self.data)
+        return row
+
+    def clear(self, transcript: Path) -> None:
+        if self.data.pop(os.path.realpath(transcript), None) is not None:
+            write_json(self.file, self.data)
+
+    def quarantined(self, transcript: Path) -> bool:
+        return bool((self.data.get(os.path.realpath(transcript)) or {}).get("quarantined"))
+
+    def rows(self) -> list[dict[str, Any]]:
+        return sorted(self.data.values(), key=lambda r: str(r.get("transcript")))
+
+
 def state_dir(vault: Vault) -> Path:
     """Where reflection keeps its state for `vault` (under the state dir, never in the vault)."""
     return vault.state_dir / "reflect"
+
+
+def _rows(path: Path) -> dict[str, dict[str, Any]]:
+    """A JSON object of objects (key → row) from `path`; missing, unreadable or malformed rows give nothing."""
+    data = read_json(path)
+    return {k: v for k, v in data.items() if isinstance(v, dict)} if isinstance(data, dict) else {}
 
 
 def read_json(path: Path) -> Any:
@@ -115,7 +161,7 @@ def read_json(path: Path) -> Any:
 def write_json(path: Path, data: Any) -> None:
     """Write `data` to `path` atomically, in a private folder."""
     paths.ensure_private_dir(path.parent)
-    disk.atomic_write(path, json.dumps(data, ensure_ascii=False, sort_keys=True).encode("utf-8"))
+    disk.atomic_write(path, json.dumps(data, ensure_ascii=False, sort_keys=True).encode("utf-8"), private=True)
 
 
 def _offset_of_line(path: Path, offset: int, line: int, target: int) -> int:
@@ -123,9 +169,14 @@ def _offset_of_line(path: Path, offset: int, line: int, target: int) -> int:
     with path.open("rb") as fh:
         fh.seek(offset)
         while line < target:
-            raw = fh.readline()
+            length = 0
+            while True:  # a chunk at a time: a line may be gigabytes long
+                raw = fh.readline(1024 * 1024)
+                length += len(raw)
+                if not raw or raw.endswith(b"\n"):
+                    break
             if not raw.endswith(b"\n"):
                 break
-            offset += len(raw)
+            offset += length
             line += 1
     return offset

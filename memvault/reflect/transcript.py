@@ -1,7 +1,11 @@
 """Read a Claude Code JSONL transcript into clean turns (user text, assistant text, tool errors), incrementally.
 
 Stdlib only; knows nothing about vaults. Every line read is either turned into (part of) a turn or
-counted in `Transcript.skipped` under a reason, so a caller can account for the whole file. What the
+counted in `Transcript.skipped` under a reason, so a caller can account for the whole file, and no
+line, however broken (invalid JSON, nested thousands deep, lone surrogate escapes, megabytes with
+no newline), stops the read. Memory is bounded: a read takes at most about `READ_BYTES` (the rest
+waits for the next read, `Transcript.more`), and a line longer than `MAX_LINE_BYTES` is skipped
+without being held in memory. What the
 vault injected (`<memoryvault-…>` fences), hook context (attachment lines, `<system-reminder>`
 spans), tool results, meta lines and slash-command wrappers never reach a user or assistant turn, so
 reflection does not re-ingest its own output or tool noise. With `tools=True` the agent's tool calls
@@ -21,6 +25,10 @@ from pathlib import Path
 from typing import Any
 
 TOOL_ERROR_CHARS = 500  # a failed tool call is kept as a short turn: enough to recognise the error
+READ_BYTES = 64 * 1024 * 1024  # one read consumes about this much at most; the rest is left for the next
+MAX_LINE_BYTES = 16 * 1024 * 1024  # a longer line is skipped ("too_long") without being read into memory
+_CHUNK = 1024 * 1024
+_BOM = b"\xef\xbb\xbf"
 
 _SPANS = re.compile(  # removed wherever they appear; an unclosed span runs to the end (never leak half a fence)
     r"<(system-reminder|user-prompt-submit-hook|memoryvault-[a-z-]+)\b[^>]*>.*?(?:</\1\s*>|\Z)",
@@ -80,6 +88,8 @@ class Transcript:
     skipped: dict[str, int]  # reason -> count ("tool_result", "meta", "command", "bad_json", "type:<t>", …)
     parsed: int = 0  # lines that went into a turn; parsed + sum(skipped.values()) == lines
     pending: int = 0  # bytes of an incomplete last line left for the next read
+    more: bool = False  # READ_BYTES reached: read again from `cursor` for the rest
+    repaired: int = 0  # lines kept after replacing text that is not valid Unicode (lone surrogate escapes)
 
 
 @dataclass
@@ -101,6 +111,7 @@ class _State:
     by_message: dict[str, _Acc] = field(default_factory=dict)
     skipped: dict[str, int] = field(default_factory=dict)
     parsed: int = 0
+    repaired: int = 0
     session_id: str | None = None
     cwd: str | None = None
     tools: bool = False  # keep tool calls and successful results as turns
@@ -110,51 +121,96 @@ class _State:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
 
 
-def read(path: Path, cursor: Cursor = Cursor(), *, tools: bool = False) -> Transcript:
+def read(path: Path, cursor: Cursor = Cursor(), *, tools: bool = False, max_bytes: int = READ_BYTES) -> Transcript:
     """Read `path` from `cursor` on; return the new turns and the cursor for the next read.
 
     `tools=True` also keeps tool calls and successful tool results as short turns (see the module docstring).
 
     A last line without a newline is consumed only when it is a whole JSON object (a line cut off
-    mid-write never is); otherwise it stays for the next read and its size is in `pending`.
+    mid-write never is); otherwise it stays for the next read and its size is in `pending`. A byte
+    order mark at the start of the file is not part of the first line.
     """
     path = Path(path)
-    late_newline = 0
-    with path.open("rb") as fh:
-        if cursor.offset:
-            fh.seek(cursor.offset - 1)
-            previous = fh.read(1)
-            data = fh.read()
-            if previous != b"\n" and data[:1] == b"\n":  # the newline of a line consumed unterminated last time
-                data, late_newline = data[1:], 1
-        else:
-            data = fh.read()
-    raw_lines = data.split(b"\n")
-    tail = raw_lines.pop()  # b"" when the data ends with a newline
-    consumed, pending = len(data) - len(tail), len(tail)
-    if tail.strip() and isinstance(_loads(tail), dict):
-        raw_lines.append(tail)
-        consumed, pending = len(data), 0
-    elif not tail.strip():
-        consumed, pending = len(data), 0  # trailing spaces: nothing to wait for
     state = _State(tools=tools)
     sidechain_file = "subagents" in path.parts or path.name.startswith("agent-")
-    for i, raw in enumerate(raw_lines):
-        _line(state, raw, cursor.line + i + 1, sidechain_file)
+    offset, line, pending, more = cursor.offset, cursor.line, 0, False
+    with path.open("rb") as fh:
+        if offset == 0 and fh.read(3) == _BOM:
+            offset = 3
+        fh.seek(offset)
+        if not _at_line_start(fh, offset):
+            offset += _skip_rest_of_line(fh)  # the rest of a line consumed unterminated (or overlong) last time
+        start = offset
+        while offset - start < max_bytes:
+            raw = fh.readline(MAX_LINE_BYTES + 1)
+            if not raw:
+                break
+            if not raw.endswith(b"\n") and len(raw) > MAX_LINE_BYTES:  # overlong: counted, never held
+                offset += len(raw) + _skip_rest_of_line(fh)
+                line += 1
+                state.skip("too_long")
+                continue
+            if not raw.endswith(b"\n"):  # the last line, maybe still being written
+                if raw.strip() and not isinstance(_loads(raw), dict):
+                    pending = len(raw)
+                    break
+                if not raw.strip():  # trailing spaces: nothing to wait for
+                    offset += len(raw)
+                    break
+            offset += len(raw)
+            line += 1
+            _safe_line(state, raw.rstrip(b"\r\n"), line, sidechain_file)
+        else:
+            more = bool(fh.read(1))
     turns = [_freeze(a) for a in state.acc]
     turns = [t for t in turns if t.text]
-    new_cursor = Cursor(cursor.offset + late_newline + consumed, cursor.line + len(raw_lines))
+    lines = line - cursor.line
     return Transcript(
         path=path,
         session_id=state.session_id or path.stem,
         cwd=state.cwd,
         turns=turns,
-        cursor=new_cursor,
-        lines=len(raw_lines),
+        cursor=Cursor(offset, line),
+        lines=lines,
         skipped=state.skipped,
         parsed=state.parsed,
         pending=pending,
+        more=more,
+        repaired=state.repaired,
     )
+
+
+def _at_line_start(fh: Any, offset: int) -> bool:
+    """Whether `offset` starts a line: the file's start (after a BOM) or just after a newline."""
+    if offset == 0:
+        return True
+    fh.seek(0)
+    if offset == 3 and fh.read(3) == _BOM:
+        fh.seek(offset)
+        return True
+    fh.seek(offset - 1)
+    return fh.read(1) == b"\n"
+
+
+def _skip_rest_of_line(fh: Any) -> int:
+    """Read past the next newline (or to the end), a chunk at a time; return the bytes skipped."""
+    skipped = 0
+    while True:
+        chunk = fh.readline(_CHUNK)
+        skipped += len(chunk)
+        if not chunk or chunk.endswith(b"\n"):
+            return skipped
+
+
+def _safe_line(state: _State, raw: bytes, lineno: int, sidechain_file: bool) -> None:
+    """One line into the state; whatever goes wrong with it is counted as a skip, never raised."""
+    acc, skipped, parsed = len(state.acc), dict(state.skipped), state.parsed
+    try:
+        _line(state, raw, lineno, sidechain_file)
+    except Exception as exc:  # a line the rules below did not foresee: skip it, keep reading
+        del state.acc[acc:]
+        state.skipped, state.parsed = skipped, parsed
+        state.skip(f"error:{type(exc).__name__}")
 
 
 def _loads(raw: bytes) -> Any:
@@ -162,9 +218,11 @@ def _loads(raw: bytes) -> Any:
         return json.loads(raw.decode("utf-8", errors="replace"))
     except ValueError:
         return _BAD
+    except RecursionError:  # nested thousands of levels deep
+        return _DEEP
 
 
-_BAD = object()
+_BAD, _DEEP = object(), object()
 
 
 def _line(state: _State, raw: bytes, lineno: int, sidechain_file: bool) -> None:
@@ -172,16 +230,18 @@ def _line(state: _State, raw: bytes, lineno: int, sidechain_file: bool) -> None:
         state.skip("blank")
         return
     obj = _loads(raw)
-    if obj is _BAD:
-        state.skip("bad_json")
+    if obj is _BAD or obj is _DEEP:
+        state.skip("bad_json" if obj is _BAD else "too_deep")
         return
+    if _has_lone_surrogate(raw, obj):
+        state.repaired += 1
     if not isinstance(obj, dict):
         state.skip("not_object")
         return
     if state.session_id is None and isinstance(obj.get("sessionId"), str):
-        state.session_id = obj["sessionId"]
+        state.session_id = _valid(obj["sessionId"])
     if state.cwd is None and isinstance(obj.get("cwd"), str):
-        state.cwd = obj["cwd"]
+        state.cwd = _valid(obj["cwd"])
     message = obj.get("message")
     kind = obj.get("type")
     if kind is None and isinstance(message, dict):
@@ -378,10 +438,37 @@ def _add(state: _State, role: str, text: str, obj: dict, lineno: int, side: bool
 
 
 def clean(text: str) -> str:
-    """Remove `<system-reminder>`, hook-output and `<memoryvault-…>` spans; trim."""
+    """Remove `<system-reminder>`, hook-output and `<memoryvault-…>` spans; trim; valid Unicode only."""
+    text = _valid(text)
     if "<" in text:
         text = _SPANS.sub("", text)
     return text.strip()
+
+
+def _valid(text: str) -> str:
+    """`text` with lone surrogates (JSON `\\ud83d` escapes without their pair) replaced by U+FFFD.
+
+    Such a string cannot be encoded as UTF-8, so it would fail every write that carries it.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    return text
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _has_lone_surrogate(raw: bytes, obj: Any) -> bool:
+    """Whether the parsed line holds a lone surrogate (the raw check first: paired escapes are common in emoji)."""
+    if _SURROGATE_ESCAPE.search(raw) is None:
+        return False
+    try:
+        json.dumps(obj, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _why_empty(text: str) -> str:
@@ -405,7 +492,7 @@ def _joined_text(content: Any) -> str:
 
 def _str(obj: dict, key: str) -> str | None:
     value = obj.get(key)
-    return value if isinstance(value, str) else None
+    return _valid(value) if isinstance(value, str) else None
 
 
 def _freeze(acc: _Acc) -> Turn:

@@ -11,7 +11,7 @@ import json
 import os
 import re
 import stat
-from collections.abc import Container, Iterator
+from collections.abc import Callable, Container, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -155,19 +155,24 @@ def read_text(path: Path, max_bytes: int = MAX_NOTE_BYTES) -> str:
         raise MemvaultError(f"{path}: not UTF-8 text (byte {exc.start})", code="unreadable", path=str(path)) from None
 
 
-def atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(
+    path: Path, data: bytes, *, private: bool = False, before_replace: Callable[[], object] | None = None
+) -> None:
     """Replace `path` with `data` so readers see the old or the new file, never a torn one.
 
     Temp file in the same folder, fsync, rename over the target, fsync the folder. The file's
-    permission bits are kept when it already exists.
+    permission bits are kept when it already exists; `private` makes it user-only (0600) whatever
+    the umask, for memvault's own state (journals, reflection state, manifests). `before_replace` runs
+    right before the rename (after the slow part: writing and syncing the temp file); if it raises,
+    nothing is renamed.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        mode: int | None = os.stat(path).st_mode & 0o7777
+        mode: int | None = 0o600 if private else os.stat(path).st_mode & 0o7777
     except FileNotFoundError:
         mode = None
     tmp = path.parent / f".{path.name[:100]}.{os.urandom(4).hex()}{TEMP_SUFFIX}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)  # umask applies
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600 if private else 0o666)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -176,6 +181,8 @@ def atomic_write(path: Path, data: bytes) -> None:
         if mode is not None:
             os.chmod(tmp, mode)
         fault.checkpoint("temp file written")
+        if before_replace is not None:
+            before_replace()
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -218,7 +225,7 @@ def vault_lock(lock_file: Path, timeout: float) -> Iterator[None]:
     """The one vault-wide lock that serialises every mutation (across processes)."""
     import filelock  # here, not at the top: the prompt path reads notes through this module
 
-    lock = filelock.FileLock(str(lock_file), timeout=timeout)
+    lock = filelock.FileLock(str(lock_file), timeout=timeout, mode=0o600)
     try:
         lock.acquire()
     except filelock.Timeout:
@@ -234,7 +241,7 @@ def try_lock(lock_file: Path, timeout: float) -> Iterator[bool]:
     """A cross-process lock, waited for at most `timeout` seconds; yields whether it was taken."""
     import filelock
 
-    lock = filelock.FileLock(str(lock_file))
+    lock = filelock.FileLock(str(lock_file), mode=0o600)
     try:
         lock.acquire(timeout=timeout)
     except filelock.Timeout:

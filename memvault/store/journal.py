@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from memvault import fault
-from memvault.errors import MemvaultError
+from memvault.errors import MemvaultError, SafetyError
 
 from . import disk
 
@@ -67,7 +67,7 @@ def text_digest(text: str | None) -> str:
 def write(journal_dir: Path, intent: Intent) -> Path:
     path = journal_dir / f"{intent.id}.json"
     payload = {"id": intent.id, "op": intent.op, "message": intent.message, "ops": [asdict(o) for o in intent.ops]}
-    disk.atomic_write(path, json.dumps(payload, ensure_ascii=False).encode("utf-8"))
+    disk.atomic_write(path, json.dumps(payload, ensure_ascii=False).encode("utf-8"), private=True)
     fault.checkpoint("journal written")
     return path
 
@@ -78,21 +78,73 @@ def read(path: Path) -> Intent:
     return Intent(data["id"], data["op"], data["message"], ops)
 
 
-def apply(root: Path, intent: Intent) -> None:
-    """Bring every file to its new state; files already there are left alone."""
-    for op in intent.ops:
-        target = root / op.path
-        if op.content is None:
-            disk.remove(target)
-        elif digest(target) != text_digest(op.content):
-            disk.atomic_write(target, op.content.encode("utf-8"))
-        fault.checkpoint(f"{op.path} {'deleted' if op.content is None else 'written'}")
+def apply(root: Path, intent: Intent, *, check: bool = False) -> None:
+    """Bring every file to its new state; files already there are left alone.
+
+    With `check` (a change being made, not a replay), each file is compared with its recorded
+    before-digest right before it is renamed over or deleted. A file changed since it was read (an
+    edit saved in Obsidian meanwhile, a sync) is never overwritten: the files this call already wrote
+    are put back as they were and `SafetyError` (code `conflict`) is raised.
+    """
+    done: list[tuple[Path, bytes | None]] = []  # (file, its bytes before) for putting back
+    try:
+        for op in intent.ops:
+            target = root / op.path
+            if op.content is None:
+                old = _expect(target, op.before, op.path) if check else None
+                disk.remove(target)
+                done.append((target, old))
+            elif digest(target) != text_digest(op.content):
+                seen: list[bytes | None] = []
+                guard = (lambda t=target, o=op, s=seen: s.append(_expect(t, o.before, o.path))) if check else None
+                disk.atomic_write(target, op.content.encode("utf-8"), before_replace=guard)
+                done.append((target, seen[0] if seen else None))
+            fault.checkpoint(f"{op.path} {'deleted' if op.content is None else 'written'}")
+    except SafetyError:
+        for target, old in reversed(done):
+            if old is None:
+                disk.remove(target)
+            else:
+                disk.atomic_write(target, old)
+        raise
+
+
+def _expect(target: Path, before: str, rel: str) -> bytes | None:
+    """The file's bytes (None when absent) if it is still as recorded in the journal; else a conflict."""
+    try:
+        data: bytes | None = target.read_bytes()
+    except FileNotFoundError:
+        data = None
+    if (ABSENT if data is None else hashlib.sha256(data).hexdigest()) != before:
+        raise SafetyError(
+            f"{rel} changed on disk while memvault was writing it (edited in Obsidian or synced?); nothing was"
+            " overwritten: re-read it and try again",
+            code="conflict",
+            path=rel,
+        )
+    return data
 
 
 def pending(journal_dir: Path) -> list[Path]:
+    """Intent records of changes a crash interrupted (undo records are `pending_undos`)."""
     if not journal_dir.is_dir():
         return []
-    return sorted(p for p in journal_dir.glob("*.json") if not p.name.endswith(".conflict.json"))
+    return sorted(p for p in journal_dir.glob("*.json") if not p.name.endswith((".conflict.json", UNDO_SUFFIX)))
+
+
+UNDO_SUFFIX = ".undo.json"
+
+
+def write_undo(journal_dir: Path, target: str, head: str) -> Path:
+    """Record an undo before it starts: `target` is the commit being reverted, `head` the commit before it."""
+    path = journal_dir / f"{new_id()}{UNDO_SUFFIX}"
+    disk.atomic_write(path, json.dumps({"op": "undo", "target": target, "head": head}).encode("utf-8"), private=True)
+    fault.checkpoint("undo journal written")
+    return path
+
+
+def pending_undos(journal_dir: Path) -> list[Path]:
+    return sorted(journal_dir.glob(f"*{UNDO_SUFFIX}")) if journal_dir.is_dir() else []
 
 
 def conflicts(journal_dir: Path) -> list[Path]:
@@ -105,6 +157,6 @@ def replayable(root: Path, intent: Intent) -> bool:
 
 
 def set_aside(path: Path) -> Path:
-    target = path.with_name(path.name[: -len(".json")] + ".conflict.json")
+    target = path.with_name(path.name.removesuffix(UNDO_SUFFIX).removesuffix(".json") + ".conflict.json")
     os.replace(path, target)
     return target

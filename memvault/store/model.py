@@ -10,7 +10,7 @@ from typing import Any
 
 from memvault.errors import InvalidNote, MemvaultError
 
-from . import notes
+from . import notes, privacy
 
 # Special folders inside a group (SPEC §3).
 ALWAYS_LOAD, INBOX, REVIEW, ARCHIVE, INCUBATOR = "_always-load", "_inbox", "_review", "_archive", "_idea-incubator"
@@ -41,6 +41,7 @@ class NoteFile:
     note: notes.Note
     mtime_ns: int
     size: int
+    digest: str = ""  # sha256 of the bytes read: a change is journalled against exactly what it was based on
 
     @property
     def title(self) -> str:
@@ -86,7 +87,7 @@ def entry(rel: str, nf: NoteFile, group: str | None, in_memory: bool) -> Entry:
         group=group,
         tags=tuple(str(t) for t in as_list(meta.get("tags"))),
         always_load=meta.get("always_load") is True or f"/{ALWAYS_LOAD}/" in rel,
-        private=meta.get("private") is True,
+        private=privacy.note_is_private(meta, nf.note.frontmatter),
         updated=to_str(meta.get("updated")),
         in_memory=in_memory,
         error=nf.note.error,

@@ -19,6 +19,8 @@ import yaml
 
 from memvault.errors import InvalidNote
 
+from . import privacy
+
 _Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 _OPEN = re.compile(r"---[ \t]*(\r?\n)")
@@ -116,12 +118,16 @@ def with_meta(note: Note, updates: Mapping[str, Any], remove: Iterable[str] = ()
 
 
 def title_of(note: Note, fallback: str) -> str:
-    """The first H1 of the body, else a `title` property, else `fallback` (usually the file stem)."""
-    match = _H1.search(_FENCED.sub("", note.body))
-    if match:
+    """The first H1 of the body, else a `title` property, else `fallback` (usually the file stem).
+
+    `<private>` spans are removed first: a heading inside one, or a span inside a heading, never
+    becomes (part of) a title, which recall, the hooks' messages and the log show.
+    """
+    match = _H1.search(_FENCED.sub("", privacy.strip_private(note.body)))
+    if match and match.group(1).strip():
         return match.group(1).strip()
-    title = note.meta.get("title") if note.ok else None
-    return str(title).strip() if title else fallback
+    title = privacy.strip_private(str(note.meta.get("title") or "")).strip() if note.ok else ""
+    return " ".join(title.split()) if title else fallback
 
 
 def first_paragraph(body: str, limit: int = 400) -> str:

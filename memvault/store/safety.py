@@ -1,7 +1,7 @@
 """The safety envelope around every write: where it may go, what it may contain, how big it may be.
 
 Each refusal is a `SafetyError` with a reason code (`path_escape`, `not_markdown`, `outside_scope`,
-`too_large`, `conflict`, `secret`, `missing`). Pure apart from resolving paths on disk.
+`too_large`, `not_utf8`, `conflict`, `secret`, `missing`). Pure apart from resolving paths on disk.
 """
 
 from __future__ import annotations
@@ -54,8 +54,15 @@ def resolve_target(root: Path, rel: str, folder: str, *, outside: bool = False) 
 
 
 def check_content(text: str, *, max_bytes: int, secrets_mode: str, where: str) -> str:
-    """Refuse oversized text; refuse (or redact, per config) secrets. Returns the text to write."""
-    size = len(text.encode("utf-8"))
+    """Refuse text that is not valid Unicode or oversized; refuse (or redact, per config) secrets. Returns the text."""
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError as exc:  # e.g. an argument in another encoding, read with surrogate escapes
+        raise SafetyError(
+            f"{where}: the text is not valid UTF-8 (character {exc.start + 1}); nothing was written",
+            code="not_utf8",
+            path=where,
+        ) from None
     if size > max_bytes:
         raise SafetyError(
             f"{where}: {size // 1024} KB is over the {max_bytes // 1024} KB limit", code="too_large", path=where

@@ -19,7 +19,7 @@ class Finding:
 _MIN_LEN = 6  # shorter values are never reported
 
 # --- building blocks for "<identifier ending in a secret word> = / : <value>" rules ---
-_VAL = r"[^\s\"'`,;&)\]}]"  # one character of an unquoted value
+_VAL = r"[^\s\"'`,;)\]}]"  # one character of an unquoted value (`&` included: `Tr0ub4dor&3xyz`)
 _END = r"(?!" + _VAL + r")"  # ...and the value ends here
 _EQ = (  # "=", ":=", "=>" (not "=="), optionally after a type annotation: `password: str = ...`
     r"(?:[ \t]*:[ \t]*[A-Za-z_][\w.\[\],]*(?:[ \t]*\|[ \t]*[A-Za-z_][\w.\[\],]*)*)?"
@@ -31,8 +31,8 @@ _NOT_CODE = (  # unquoted values that are references, not secrets
     r"(?![(\[{<%!]"  # (required), [REDACTED:..], {{ x }}, <password>, %(pw)s, !vault
     r"|\$(?:[({]|\w+" + _END + r")"  # $(cmd), ${VAR}, $VAR
     r"|[A-Za-z_][\w.]*[(\[]"  # getenv("X"), os.environ["X"], ENC[...]
-    r"|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+"
-    + _END  # settings.SECRET_KEY
+    r"|[A-Za-z_]+(?:\.[A-Za-z_]+)+"
+    + _END  # settings.SECRET_KEY (no digits: `QUFw3cI2.jpuky` is a value)
     + r"|(?:[a-z]+(?:_[a-z][a-z0-9]*)+|[A-Z]+(?:_[A-Z][A-Z0-9]*)+|[a-z]+(?:[A-Z][a-z]+)+)"
     + _END  # db_password
     + r"|[$€£]?[\d.,_]+%?"
@@ -43,11 +43,16 @@ _BARE = _NOT_CODE + r"(?P<v>" + _VAL + r"{6,})" + _END
 _NOT_PROSE = r"(?=" + _VAL + r"*[0-9!@#$%^*+=/~_|])"  # after ":", a bare value needs a digit or symbol
 
 
-def _assignment(kind: str, words: str) -> tuple[tuple[str, re.Pattern[str], int | str], ...]:
-    """Three rules for one family of key names: quoted value, `key=bare`, `key: bare`."""
+def _assignment(kind: str, words: str, glued: str = "") -> tuple[tuple[str, re.Pattern[str], int | str], ...]:
+    """Three rules for one family of key names: quoted value, `key=bare`, `key: bare`.
+
+    `glued`: words that also count run into a prefix (`PGPASSWORD`, `dbpassword`).
+    """
+    prefix = r"[A-Za-z0-9_.-]*[_.-]|[A-Za-z0-9_.-]*[a-z](?=[A-Z])"
+    prefix += rf"|[A-Za-z0-9]*(?=(?i:{glued}))" if glued else ""
     key = (
-        r"(?<![A-Za-z0-9_.-])(?:[A-Za-z0-9_.-]*[_.-]|[A-Za-z0-9_.-]*[a-z](?=[A-Z]))?"
-        r"(?i:" + words + r")(?![A-Za-z0-9_])[\"'\]]{0,2}"
+        rf"(?<![A-Za-z0-9_.-])(?:{prefix})?"
+        r"(?i:" + words + r")(?:[_.-](?i:base|b64|hex|value|raw))?(?![A-Za-z0-9_])[\"'\]]{0,2}"
     )
     return (
         (kind, re.compile(key + r"(?:" + _EQ + "|" + _COLON + ")" + _QUOTED), "v"),
@@ -55,6 +60,89 @@ def _assignment(kind: str, words: str) -> tuple[tuple[str, re.Pattern[str], int 
         (kind, re.compile(key + _COLON + _NOT_PROSE + _BARE), "v"),
     )
 
+
+# ---- credentials said in plain speech, on command lines and in URLs ----------------------------------------
+# A value in prose must look like one (`_plausible`): six or more characters with a digit or a symbol, not a
+# reference ($VAR, <placeholder>, a path, a URL) and not a placeholder. The rules below mark it with group "pv".
+_PW_WORDS = (
+    r"pass(?:word|wd|phrase|code)|pw|pwd|requirepass|passwort|kennwort|mot de passe|contrase[ñn]a|senha"
+    r"|wachtwoord|has[łl]o|lösenord|salasana|parola|heslo|jelszó|пароль"
+)
+_SECRET_WORDS = (
+    r"(?:api|access|secret|private|encryption|signing|master|account|app)[ _-]?key"  # noqa: S105 - key names
+    r"|(?:access|auth|api|bearer|refresh|bot|session|personal access)[ _-]?token|token"
+    r"|(?:shared|client|webhook|app|signing)[ _-]?secret|secret"
+)
+_LINK = r"(?:is|was|are|=|:=|:|to|est|es|é|è|ist|är|er|je|jest|это)"  # "the password is", "… ist", "… to"
+_PV = r"[\"'`]?(?P<pv>[^\s\"'`]{6,})"
+_CJK_PW = r"パスワード|密码|密碼|비밀번호|口令"
+
+
+def _prose(kind: str, words: str) -> tuple[tuple[str, re.Pattern[str], int | str], ...]:
+    key = rf"(?<![\w@.-])(?i:{words})(?![\w-])"
+    return (
+        (kind, re.compile(key + rf"(?:[^\n.!?;]{{0,60}}?(?:[\s)]{_LINK}|:)|[ \t]*[:=])[ \t]*{_PV}"), "pv"),
+        (kind, re.compile(key + rf"[ \t]+{_PV}"), "pv"),  # "password PRH?$9yAG…", ".netrc: password Uyjq…"
+    )
+
+
+PROSE: tuple[tuple[str, re.Pattern[str], int | str], ...] = (
+    # specific formats first: on a tie the rule listed first names the finding
+    ("password_assignment", re.compile(rf"(?:{_CJK_PW})[^\n]{{0,12}}?(?:は|是|为|為|：|:|는|=)\s*{_PV}"), "pv"),
+    ("password_assignment", re.compile(r"\bmysql(?:dump|admin)?\b[^\n]*?\s-p(?P<v>[^\s'\"]{4,})"), "v"),
+    ("password_assignment", re.compile(r"\bsshpass\s+-p\s*[\"']?(?P<v>[^\s\"']{4,})"), "v"),
+    (
+        "password_assignment",
+        re.compile(r"(?:\s|^)--?(?:password|passwd|pass|token|api-key)(?:=|\s+)[\"']?(?P<pv>[^\s\"']{6,})"),
+        "pv",
+    ),
+    ("password_assignment", re.compile(r"\bcurl\b[^\n]*?\s(?:-u|--user)\s*[\"']?[^\s:\"']+:(?P<v>[^\s\"']{4,})"), "v"),
+    (  # any scheme: https://user:pass@host, redis://:pass@host, ftp://u:p%25x@host, jdbc:…
+        "connection_string",
+        re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s:@/\"'`]*:(?P<v>[^\s@/\"'`]+)@[\w.-]"),
+        "v",
+    ),
+    ("connection_string", re.compile(r"(?i)[?&;](?:sig|password|pwd|access_token|token)=(?P<v>[^&\s\"'`;]{6,})"), "v"),
+    ("auth_header", re.compile(r"\bBearer\s+(?P<v>[A-Za-z0-9._~+/=-]{16,})"), "v"),
+    ("auth_header", re.compile(r"\bBasic\s+(?P<v>[A-Za-z0-9+/]{12,}={0,2})(?![A-Za-z0-9+/=])"), "v"),
+    ("auth_header", re.compile(r"\"auth\"\s*:\s*\"(?P<v>[A-Za-z0-9+/]{16,}={0,2})\""), "v"),
+    (  # a bare 40-character AWS secret access key: mixed case, digits, and not a hex digest
+        "aws_secret_access_key",
+        re.compile(
+            r"(?<![\w/+=.-])(?=[A-Za-z0-9/+]*[a-z])(?=[A-Za-z0-9/+]*[A-Z])(?=[A-Za-z0-9/+]*[0-9])"
+            r"(?![0-9a-fA-F]{40})(?P<bare>[A-Za-z0-9/+]{40})(?![\w/+=-])"
+        ),
+        "bare",  # more than two slashes in it: a URL's path, not a key
+    ),
+    (  # well-known token formats (public prefixes)
+        "api_token",
+        re.compile(
+            r"(?<![A-Za-z0-9_-])(?:"
+            r"sk_test_[A-Za-z0-9]{20,}|whsec_[A-Za-z0-9]{24,}|SG\.[\w-]{16,}\.[\w-]{16,}|shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}"
+            r"|hvs\.[A-Za-z0-9_-]{20,}|dckr_pat_[\w-]{20,}|key-[0-9a-f]{32}|lin_api_[A-Za-z0-9]{32,}"
+            r"|hf_[A-Za-z0-9]{30,}|dop_v1_[a-f0-9]{64}|dapi[a-f0-9]{32}|sntry[su]_[A-Za-z0-9_=+/-]{30,}"
+            r"|[a-z0-9]{14}\.atlasv1\.[A-Za-z0-9_-]{40,}|dp\.(?:pt|st|sa|ct|scim)\.[A-Za-z0-9]{30,}"
+            r"|xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}|xapp-\d-[A-Z0-9]+-\d+-[a-f0-9]{32,}|glrt-[\w-]{20,}"
+            r"|(?:secret|ntn)_[A-Za-z0-9]{40,}|gh[pousr]_[A-Za-z0-9]{30,}|SK[0-9a-f]{32}|AC[0-9a-f]{32}(?=[^\n]*(?i:token|secret))"
+            r"|\d{8,10}:AA[A-Za-z0-9_-]{33}|[MN][A-Za-z\d]{23,25}\.[\w-]{6}\.[\w-]{27,38}"
+            r"|[a-z0-9]{6}\.[a-z0-9]{16}(?=[^\n]*(?:kubeadm|--token|bootstrap))"
+            r")(?![A-Za-z0-9_-])"
+        ),
+        0,
+    ),
+    (  # 2FA recovery codes: two or more short code lines after a line naming them
+        "recovery_codes",
+        re.compile(
+            r"(?i)(?:recovery|backup)[ _-]codes?\b[^\n]*\n"
+            r"(?P<v>(?:[ \t>*-]*[a-z0-9]{4,6}-[a-z0-9]{4,6}[ \t]*(?:\n|\Z)){2,})"
+        ),
+        "v",
+    ),
+    *_prose("password_assignment", _PW_WORDS),
+    # "pass for the jenkins user: …" ("pass" alone is a verb too often to take "is" or "to" after it)
+    ("password_assignment", re.compile(rf"(?<![\w-])(?i:pass)\b[^\n.!?;:]{{0,40}}:[ \t]*{_PV}"), "pv"),
+    *_prose("secret_assignment", _SECRET_WORDS),
+)
 
 # (kind, regex, group holding the secret value). On overlap the earlier-starting finding wins;
 # on a tie the rule listed first wins, so specific token formats come before generic assignments.
@@ -64,6 +152,15 @@ RULES: tuple[tuple[str, re.Pattern[str], int | str], ...] = (
         re.compile(
             r"-----BEGIN (?P<t>(?:RSA |EC |OPENSSH |DSA |ENCRYPTED )?)PRIVATE KEY-----"
             r"(?=(?:(?!-----)[\s\S])*?[A-Za-z0-9+/]{16})(?:(?!-----)[\s\S])*-----END (?P=t)PRIVATE KEY-----"
+        ),
+        0,
+    ),
+    (  # the armour and body of a key whose END line is missing (cut off, or a file read only in part)
+        "private_key",
+        re.compile(
+            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----\s*"
+            r"(?:[A-Za-z][\w-]*:[^\n]*\s*)*"  # armour headers (Proc-Type:, Version:)
+            r"(?:(?:>[ \t]*)?[A-Za-z0-9+/=]{16,}(?:\s+|\Z))+"  # body lines, also quoted or joined into one line
         ),
         0,
     ),
@@ -100,13 +197,18 @@ RULES: tuple[tuple[str, re.Pattern[str], int | str], ...] = (
         ),
         "v",
     ),
-    *_assignment("password_assignment", r"pass(?:word|wd)?"),
-    *_assignment("secret_assignment", r"secret|token|(?:api|access|private|secret)[_-]?key|client[_-]?secret"),
+    *_assignment("password_assignment", r"pass(?:word|wd|phrase)?|pwd|requirepass", glued=r"pass(?:word|wd)"),
+    *_assignment(
+        "secret_assignment",
+        r"secret|token|(?:api|access|private|secret|account|shared[_-]?access|encryption|signing|master)[_-]?key"
+        r"|client[_-]?secret|client[_-]?key[_-]?data",
+    ),
+    *PROSE,
 )
 
 # Values that are placeholders rather than secrets, whatever rule found them.
 _PLACEHOLDER = re.compile(
-    r"(?i)example|redacted|changeme|changeit|placeholder|dummy|x{5,}|\*{3,}|\.{3}|…"
+    r"(?i)example|redacted|changeme|changeit|placeholder|dummy|x{5,}|\*{3,}|\.{3}|…|your[_-]|_here$"
     r"|^your|^<.*>$|^\$\{.*\}$|^\$\w+$|^\{\{.*\}\}$|^%\(?\w*\)?s$|^(.)\1*$"
 )
 _PLACEHOLDER_WORDS = frozenset(
@@ -137,13 +239,59 @@ def _is_placeholder(value: str) -> bool:
     return value.lower() in _PLACEHOLDER_WORDS or _PLACEHOLDER.search(value) is not None
 
 
+_TRAILING = ".,;:!?)]}>"
+_SYMBOLS = set("!@#$%^&*+=?~|<>;:/\\")  # not - _ . ' which join ordinary words
+_CODE = re.compile(_NOT_CODE[len("(?!") : -1])  # what `_NOT_CODE` keeps out of assignments: calls, $VARS, names
+_MARKER = re.compile(r"\[REDACTED:[a-z_]+\]")
+_REFERENCE = re.compile(
+    r"^(?:[$<{%~/\\(\[!]|https?:|file:|[\w.-]+\.(?:md|txt|json|ya?ml|env|pem|key|cfg|ini|toml)$"
+    r"|[a-z0-9_.-]+(?:/[a-z0-9_.-]+)+$)"  # a path such as secret/stg/db
+)
+
+
+def _plausible(value: str) -> bool:
+    """A word said after "password is" that could be one: 6+ characters with a digit or a symbol, not a
+    reference ($VAR, <placeholder>, a path, a URL, a file name) or an all-letters word."""
+    value = value.strip("*_~")  # markdown emphasis around a word is not part of it
+    if len(value) < _MIN_LEN or _REFERENCE.match(value) or _CODE.match(value):
+        return False
+    if value.isdigit():
+        return len(value) >= 8
+    return any(c.isdigit() for c in value) or any(c in _SYMBOLS for c in value[1:-1])
+
+
+def _basic_placeholder(value: str) -> bool:
+    """`Basic dXNlcjpwYXNzd29yZA==` decodes to user:password, a placeholder pair."""
+    import base64
+    import binascii
+
+    try:
+        pair = base64.b64decode(value + "=" * (-len(value) % 4)).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return False
+    _, sep, password = pair.partition(":")
+    return bool(sep) and (_is_placeholder(password) or password.lower() in ("pass", "secret", "test"))
+
+
 def scan(text: str) -> list[Finding]:
     """Return the secrets in ``text``, ordered by start and non-overlapping."""
     candidates = []
+    done = [m.span() for m in _MARKER.finditer(text)] if "[REDACTED:" in text else []  # redacted already
     for order, (kind, regex, group) in enumerate(RULES):
         for match in regex.finditer(text):
             start, end = match.span(group)
-            if end - start >= _MIN_LEN and not _is_placeholder(text[start:end]):
+            if done and any(a <= start < b for a, b in done):
+                continue
+            if group == "pv":  # said in prose: trailing punctuation is the sentence's, and it must look like one
+                end -= len(text[start:end]) - len(text[start:end].rstrip(_TRAILING))
+                if not _plausible(text[start:end]):
+                    continue
+            value = text[start:end]
+            if group == "bare" and value.count("/") > 2:
+                continue
+            if end - start >= _MIN_LEN and not _is_placeholder(value):
+                if kind == "auth_header" and _basic_placeholder(value):
+                    continue
                 candidates.append((start, order, end, kind))
     candidates.sort()
     findings: list[Finding] = []

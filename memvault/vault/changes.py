@@ -7,7 +7,9 @@ write, this module makes it durable and crash-safe.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
+import subprocess
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -43,7 +45,7 @@ class Changes:
 
     def recover(self) -> list[str]:
         """Finish (or set aside) mutations a crash interrupted; returns what was replayed."""
-        if not journal.pending(self.journal_dir):
+        if not journal.pending(self.journal_dir) and not journal.pending_undos(self.journal_dir):
             return []
         with disk.vault_lock(self.lock_file(), self.config.vault.lock_timeout_s):
             return self.replay()
@@ -70,8 +72,42 @@ class Changes:
             path.unlink()
             indexing.refresh(self.root, self.config, intent.paths)
             done.append(intent.id)
+        for path in journal.pending_undos(self.journal_dir):
+            done += self._finish_undo(path)
         disk.sweep_temp_files(self.journal_dir)
         return done
+
+    def _finish_undo(self, record: Path) -> list[str]:
+        """An undo a crash interrupted: if its revert was never committed, take it back and do it again."""
+        repo = gitops.repo_root(self.root)
+        try:
+            data = json.loads(record.read_text(encoding="utf-8"))
+            target, head = str(data["target"]), str(data["head"])
+        except (OSError, ValueError, KeyError, TypeError):
+            journal.set_aside(record)
+            return []
+        if repo is None:
+            journal.set_aside(record)
+            return []
+        now = gitops.head(repo)
+        if now != head:  # committed (or the history moved on by hand): nothing left to finish
+            if gitops.reverts(repo, now) == target:
+                subprocess.run(["git", "revert", "--quit"], cwd=repo, capture_output=True, check=False)
+            record.unlink()
+            return []
+        if not gitops.rollback_revert(repo, target):  # edited since the crash: leave it to the user
+            journal.set_aside(record)
+            return []
+        commit = gitops.commit_of(repo, target)
+        if commit is not None:
+            try:
+                sha = gitops.revert(repo, commit)
+            except GitError:
+                journal.set_aside(record)
+                return []
+            indexing.refresh(self.root, self.config, self._touched(repo, sha))
+        record.unlink()
+        return [f"undo {target[:8]}"]
 
     def commit(
         self,
@@ -92,7 +128,11 @@ class Changes:
             page = changelog.log_op(self.root, self.folder, log, rel)
             intent = dataclasses.replace(intent, ops=(*intent.ops, page)) if page else intent
         record = journal.write(self.journal_dir, intent)
-        journal.apply(self.root, intent)
+        try:
+            journal.apply(self.root, intent, check=True)  # each file compared with its digest right before its rename
+        except SafetyError:
+            record.unlink()  # nothing of it stays: the files it had written are back as they were
+            raise
         sha, git_warning = self.git_commit(intent)
         record.unlink()
         index_warning = indexing.refresh(self.root, self.config, intent.paths)
@@ -153,9 +193,17 @@ class Changes:
             target = gitops.last_undoable(repo)
             if target is None:
                 raise GitError("nothing to undo: no memvault commit in this repository's recent history")
-            sha = gitops.revert(repo, target)
-            touched = tuple(
-                os.path.relpath(repo / p, self.root).replace(os.sep, "/") for p in gitops.changed_paths(repo, sha)
-            )
+            record = journal.write_undo(self.journal_dir, target.sha, gitops.head(repo))
+            try:
+                sha = gitops.revert(repo, target)
+            except GitError:
+                record.unlink()  # refused or aborted cleanly: nothing to finish
+                raise
+            record.unlink()
+            touched = self._touched(repo, sha)
             warning = indexing.refresh(self.root, self.config, touched)
             return WriteResult("undo", touched[0] if touched else "", touched, commit=sha, warning=warning)
+
+    def _touched(self, repo: Path, sha: str) -> tuple[str, ...]:
+        """The vault-relative paths commit `sha` changed."""
+        return tuple(os.path.relpath(repo / p, self.root).replace(os.sep, "/") for p in gitops.changed_paths(repo, sha))

@@ -64,7 +64,7 @@ class Vault:
         target, norm = safety.resolve_target(self.root, rel, self.folder, outside=True)
         text = disk.read_text(target)
         st = target.stat()
-        return NoteFile(norm, notes.parse(text), st.st_mtime_ns, st.st_size)
+        return NoteFile(norm, notes.parse(text), st.st_mtime_ns, st.st_size, journal.text_digest(text))
 
     def list(
         self, *, scope: str = "memory", group: str | None = None, kind: str | None = None, status: str | None = None
@@ -145,12 +145,14 @@ class Vault:
         include_private: bool = False,
         wait_service: float = 0.0,
         budget_ms: float | None = None,
+        floor: bool = False,
     ) -> recall_mod.Result:
         """The notes most relevant to `query`: hits with path, title, score, vec_score, kw_score and snippet.
 
         Private notes are left out unless `include_private` (never pass it for agent context).
         `wait_service` seconds may be spent starting the warm embedding service; without it the
-        result is keyword-only until the service is up.
+        result is keyword-only until the service is up. With `floor`, hits below the configured
+        relevance floor (`recall.min_relevance`) move to `result.dropped`, as the hooks do.
         """
         settings = self.config.recall
         options = recall_mod.Options(
@@ -161,6 +163,9 @@ class Vault:
             fusion=settings.fusion,
             vector_weight=settings.vector_weight,
             keyword_weight=settings.keyword_weight,
+            min_relevance=settings.min_relevance if floor else 0.0,
+            coverage_weight=settings.coverage_weight,
+            min_coverage=settings.min_coverage,
             # A person waiting for the service gets complete results; otherwise the hook's budget applies.
             budget_ms=budget_ms or (10_000 if wait_service else settings.prompt_budget_ms),
         )
@@ -222,7 +227,8 @@ class Vault:
                 fields.pop("created", None)
                 note = notes.with_body(notes.with_meta(model.valid(existing, rel), fields), safety.strip_private(body))
             text, warning = self.changes.checked(notes.dump(note), rel)
-            intent = self.changes.intent("save", rel, [journal.FileOp(rel, text, journal.digest(target))])
+            before = existing.digest if existing is not None else journal.digest(target)
+            intent = self.changes.intent("save", rel, [journal.FileOp(rel, text, before)])
             return self.changes.commit(intent, rel, warning=warning, log=log)
 
     def evolve(
@@ -287,10 +293,10 @@ class Vault:
             text, warning = self.changes.checked(notes.dump(new_note), new_rel)
             ops = [
                 journal.FileOp(archive_rel, notes.dump(archived), journal.ABSENT),
-                journal.FileOp(new_rel, text, journal.digest(new_target)),
+                journal.FileOp(new_rel, text, old_file.digest if new_rel == old_rel else journal.digest(new_target)),
             ]
             if new_rel != old_rel:
-                ops.append(journal.FileOp(old_rel, None, journal.digest(old_target)))
+                ops.append(journal.FileOp(old_rel, None, old_file.digest))
             ops += self._relink_predecessor(old_note, old_rel, archive_rel)
             intent = self.changes.intent("evolve", new_rel, ops, reason=reason.strip())
             return self.changes.commit(intent, new_rel, archived=archive_rel, warning=warning, log=log)
@@ -318,7 +324,7 @@ class Vault:
             if body is not None:
                 note = notes.with_body(note, safety.strip_private(body))
             text, warning = self.changes.checked(notes.dump(note), rel)
-            intent = self.changes.intent(op, rel, [journal.FileOp(rel, text, journal.digest(target))])
+            intent = self.changes.intent(op, rel, [journal.FileOp(rel, text, existing.digest)])
             return self.changes.commit(intent, rel, warning=warning, log=log)
 
     def move(
@@ -350,7 +356,7 @@ class Vault:
             if body is not None:
                 note = notes.with_body(note, safety.strip_private(body))
             text, warning = self.changes.checked(notes.dump(note), new_rel)
-            ops = [journal.FileOp(new_rel, text, journal.ABSENT), journal.FileOp(rel, None, journal.digest(target))]
+            ops = [journal.FileOp(new_rel, text, journal.ABSENT), journal.FileOp(rel, None, existing.digest)]
             intent = self.changes.intent(op, new_rel, ops, reason=f"from {rel}")
             return self.changes.commit(intent, new_rel, warning=warning, log=log)
 
@@ -368,11 +374,10 @@ class Vault:
             raise MemvaultError("remove needs a reason: it is recorded in the commit", code="usage")
         with self.changes.mutation():
             target, rel = safety.resolve_target(self.root, rel, self.folder)
-            if self._existing(target, rel, expected_mtime_ns) is None:
+            existing = self._existing(target, rel, expected_mtime_ns)
+            if existing is None:
                 raise SafetyError(f"{rel}: no such note", code="missing", path=rel)
-            intent = self.changes.intent(
-                op, rel, [journal.FileOp(rel, None, journal.digest(target))], reason=reason.strip()
-            )
+            intent = self.changes.intent(op, rel, [journal.FileOp(rel, None, existing.digest)], reason=reason.strip())
             return self.changes.commit(intent, rel, log=log)
 
     def transact(
@@ -470,14 +475,14 @@ class Vault:
         if not isinstance(prior, str) or not prior.endswith(".md"):
             return []
         try:
-            target, prior = safety.resolve_target(self.root, prior, self.folder)
+            _, prior = safety.resolve_target(self.root, prior, self.folder)
             nf = self.read(prior)
         except MemvaultError:
             return []  # a dangling or foreign link is left as the user wrote it
         if not nf.note.ok or nf.note.meta.get("superseded_by") != old_rel:
             return []
         text = notes.dump(notes.with_meta(nf.note, {"superseded_by": archive_rel}))
-        return [journal.FileOp(prior, text, journal.digest(target))]
+        return [journal.FileOp(prior, text, nf.digest)]
 
     def _archive_path(self, old_rel: str) -> str:
         under = old_rel.removeprefix(self.folder + "/")

@@ -29,6 +29,10 @@ class ReindexBusy(MemvaultError):
     code = "busy"
 
 
+RECALL_SYNC_WAIT_MS = 250  # recall waits this long for another process's index write, then answers without syncing
+BUSY_NOTE = "another process is writing the index: answered from what it holds (edits since may be missing)"
+
+
 def index_file(root: Path, config: Config) -> Path:
     return paths.index_file(root, config.vault.folder.strip("/"), config.index.location)
 
@@ -133,7 +137,7 @@ def reindex(
     import filelock
 
     state = paths.ensure_private_dir(paths.vault_state_dir(root))
-    lock = filelock.FileLock(str(state / REINDEX_LOCK))
+    lock = filelock.FileLock(str(state / REINDEX_LOCK), mode=0o600)
     try:
         lock.acquire(timeout=0)
     except filelock.Timeout:
@@ -181,7 +185,7 @@ def _reindexing(root: Path) -> bool:
     """Whether a reindex of this vault holds its lock right now."""
     import filelock
 
-    lock = filelock.FileLock(str(paths.ensure_private_dir(paths.vault_state_dir(root)) / REINDEX_LOCK))
+    lock = filelock.FileLock(str(paths.ensure_private_dir(paths.vault_state_dir(root)) / REINDEX_LOCK), mode=0o600)
     try:
         lock.acquire(timeout=0)
     except (filelock.Timeout, OSError):
@@ -241,11 +245,30 @@ def recall(root: Path, config: Config, query: str, options: rc.Options, *, wait_
     """
     if wait_service > 0:
         ensure_service(config, wait=wait_service)
-    index, _ = open_index(root, config)
     try:
-        changed = sync.sync(index, layout(root, config))
-        if changed.pending and not _reindexing(root):  # a few just-edited notes; a running reindex embeds them
-            _embed_soon(root, config, index)
-        return rc.recall(index, query, options, client.query_vector)
+        index, _ = open_index(root, config)
+    except db.dbapi().OperationalError as exc:  # a migration waits for a writer: read what is there
+        if not db.is_busy(exc):
+            raise
+        return _busy(rc.recall_file(index_file(root, config), query, options, client.query_vector))
+    busy = False
+    try:
+        try:  # a writer (a reindex, another save) may hold the lock for long: never wait for it here
+            with db.busy_timeout(index.conn, RECALL_SYNC_WAIT_MS):
+                changed = sync.sync(index, layout(root, config))
+                if changed.pending and not _reindexing(root):  # a few just-edited notes; a running reindex embeds them
+                    _embed_soon(root, config, index)
+        except db.dbapi().OperationalError as exc:
+            if not db.is_busy(exc):
+                raise
+            busy = True
+        result = rc.recall(index, query, options, client.query_vector)
+        return _busy(result) if busy else result
     finally:
         index.close()
+
+
+def _busy(result: rc.Result) -> rc.Result:
+    result.partial = True
+    result.reason = BUSY_NOTE + (f"; {result.reason}" if result.reason else "")
+    return result

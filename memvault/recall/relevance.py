@@ -1,0 +1,135 @@
+"""The relevance floor: a hit's raw signals (cosine, keyword coverage, exact identifiers) and the absolute test on them.
+
+Fusion only ranks candidates against each other, so it always has a "best" hit, however unrelated the
+prompt. The floor asks of each hit, on its own: does its chunk mean what the prompt means (cosine), does
+it contain the prompt's distinctive words (coverage), or does it name an exact identifier the prompt
+names? Below the floor nothing is injected. The thresholds come from scripts/calibrate_floor.py.
+Runs on the prompt path: standard library and the index layer only.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections.abc import Iterable
+from typing import NamedTuple
+
+from memvault.index import chunking
+from memvault.index.core import Index
+from memvault.index.schema import VEC_TABLE
+
+# The columns a chunk's coverage is counted in: its own text, title, tags and heading path; not the
+# neighbours' window, which helps ranking but would let a chunk pass for words it does not contain.
+OWN_COLUMNS = "{title tags heading body}"
+
+
+class Signals(NamedTuple):
+    """What the floor looks at for one chunk."""
+
+    cosine: float | None  # similarity of the chunk's vector to the prompt's; None without a query vector
+    coverage: float  # IDF-weighted share of the prompt's content words the chunk contains (0–1)
+    identifier: bool  # the chunk contains an exact identifier the prompt names (an error code, snake_case…)
+
+
+# The calibrated floor (scripts/calibrate_floor.py); `recall.*` in the config has the same defaults.
+MIN_RELEVANCE, COVERAGE_WEIGHT, MIN_COVERAGE = 0.435, 0.2, 0.655
+
+
+class Floor(NamedTuple):
+    """The absolute test: relevance = cosine + coverage_weight × coverage, at least `min_relevance` (0: off).
+
+    Without a query vector (keyword-only recall) only coverage is known; it must then reach
+    `min_coverage` on its own. An exact identifier always passes.
+    """
+
+    min_relevance: float = 0.0
+    coverage_weight: float = COVERAGE_WEIGHT
+    min_coverage: float = MIN_COVERAGE
+
+    @property
+    def on(self) -> bool:
+        return self.min_relevance > 0
+
+
+def relevance(signals: Signals, floor: Floor) -> float:
+    """The one number the floor compares: the cosine plus the weighted coverage (coverage alone without a vector)."""
+    return (signals.cosine or 0.0) + floor.coverage_weight * signals.coverage
+
+
+def verdict(signals: Signals, floor: Floor) -> tuple[bool, str]:
+    """Whether a chunk passes the floor, and why in words (`memvault recall --explain`, the hook log)."""
+    words = f"keywords {signals.coverage:.2f}"
+    if signals.cosine is None:
+        value, need, said = signals.coverage, floor.min_coverage, f"{words} (keyword-only)"
+    else:
+        value, need = relevance(signals, floor), floor.min_relevance
+        said = f"cosine {signals.cosine:.2f} + {floor.coverage_weight:g} × {words} = {value:.2f}"
+    if signals.identifier:
+        return True, f"names an exact identifier from the prompt; {said}"
+    if not floor.on:
+        return True, f"{said} (no floor)"
+    return value >= need, f"{said} {'≥' if value >= need else '<'} {need:.2f}"
+
+
+class Terms(NamedTuple):
+    """The prompt's content words with their weight (IDF over the index's chunks), as FTS5 queries."""
+
+    queries: list[str]
+    weights: list[float]
+
+
+def terms(index: Index, words: list[str]) -> Terms:
+    """IDF weights of the prompt's words: a word in every chunk says little, one the vault never uses says a lot.
+
+    A word the vault does not contain keeps the highest weight, so a prompt about something else
+    covers little of itself in any chunk.
+    """
+    total = int(index.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]) or 1
+    queries, weights = [], []
+    sql = "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?"
+    for word in words:
+        match = chunking.fts_query([word]) or ""
+        found = int(index.conn.execute(sql, (match,)).fetchone()[0])
+        queries.append(match)
+        weights.append(math.log(1 + (total - found + 0.5) / (found + 0.5)))
+    return Terms(queries, weights)
+
+
+def coverage(index: Index, words: Terms, chunk_ids: Iterable[int], columns: str = OWN_COLUMNS) -> dict[int, float]:
+    """chunk id → the IDF-weighted share of the prompt's words it contains (in `columns`)."""
+    ids = list(dict.fromkeys(chunk_ids))
+    total = sum(words.weights)
+    if not ids or total <= 0:
+        return dict.fromkeys(ids, 0.0)
+    marks = ",".join("?" * len(ids))
+    sql = f"SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? AND rowid IN ({marks})"  # noqa: S608 (marks only)
+    got = dict.fromkeys(ids, 0.0)
+    for match, weight in zip(words.queries, words.weights, strict=True):
+        for (chunk_id,) in index.conn.execute(sql, [f"{columns}: ({match})", *ids]):
+            got[chunk_id] += weight
+    return {chunk_id: value / total for chunk_id, value in got.items()}
+
+
+def identifier_chunks(index: Index, query: str, chunk_ids: Iterable[int]) -> set[int]:
+    """Which of the chunks contain one of the prompt's exact identifiers (`KX-4471`, `getUserById`, …)."""
+    phrases = chunking.identifiers(query)
+    ids = list(dict.fromkeys(chunk_ids))
+    if not phrases or not ids:
+        return set()
+    marks = ",".join("?" * len(ids))
+    sql = f"SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? AND rowid IN ({marks})"  # noqa: S608 (marks only)
+    return {row[0] for row in index.conn.execute(sql, [" OR ".join(phrases), *ids])}
+
+
+def cosines(index: Index, blob: bytes, chunk_ids: Iterable[int]) -> dict[int, float]:
+    """chunk id → cosine similarity of its stored vector to `blob` (both L2-normalised: the dot product)."""
+    query = array("f", blob)
+    sql = f"SELECT embedding FROM {VEC_TABLE} WHERE rowid = ?"  # noqa: S608 (a module constant)
+    out: dict[int, float] = {}
+    for chunk_id in dict.fromkeys(chunk_ids):
+        row = index.conn.execute(sql, (chunk_id,)).fetchone()
+        if row is not None:
+            vector = array("f", bytes(row[0]))
+            if len(vector) == len(query):
+                out[chunk_id] = sum(a * b for a, b in zip(vector, query, strict=True))
+    return out
