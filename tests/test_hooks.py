@@ -341,6 +341,11 @@ def test_prompt_recall_is_hybrid_with_the_service_and_keeps_the_budget_when_it_h
     from memvault import open_vault
     from memvault.recall import client
 
+    # The budget counts from the process's start: on a loaded machine Python's start-up alone can take
+    # most of 300 ms. A wider budget keeps this test about the service, not about the machine's load.
+    budget = 2000
+    with open(memvault_home / "config.yaml", "a", encoding="utf-8") as config:
+        config.write(f"recall:\n  prompt_budget_ms: {budget}\n")
     assert client.start("default", idle_minutes=5)
     try:
         info = client.wait_ready(120)
@@ -352,7 +357,7 @@ def test_prompt_recall_is_hybrid_with_the_service_and_keeps_the_budget_when_it_h
         result = run_hook("user_prompt_submit", payload("UserPromptSubmit", prompt=FLAKY))
         assert "bisecting-flaky-tests.md" in context_of(result, "UserPromptSubmit")
         record = log_records("UserPromptSubmit")[-1]
-        assert record["mode"] == "hybrid" and record["vec_hits"] > 0 and record["result"] == "success"
+        assert record["mode"] == "hybrid" and record["vec_hits"] > 0 and record["result"] == "success", record
 
         pid = client.read_info()["pid"]
         os.kill(pid, signal.SIGSTOP)  # accepts connections (the kernel queues them) but never answers
@@ -366,7 +371,7 @@ def test_prompt_recall_is_hybrid_with_the_service_and_keeps_the_budget_when_it_h
         record = log_records("UserPromptSubmit")[-1]
         assert record["result"] == "partial" and record["mode"] == "keyword"
         assert record["reason"] == "the embedding service did not answer in time (keyword-only)"
-        assert record["duration_ms"] < 300 + 100, record  # the budget, with slack for a loaded CI machine
+        assert record["duration_ms"] < budget + 300, record  # the budget, with slack for a loaded CI machine
         assert wall < 5, wall  # no hang, whatever the machine
     finally:
         client.stop()
@@ -582,3 +587,4 @@ def test_session_start_job_indexes_project_skills_outside_the_project_dir(hook_v
     assert job["skills"] == {"created": 1}
     entry = hook_vault / "MemoryVault" / "personal-skills" / "project-deploy-preview.md"  # project scope
     assert "Deploy a preview build" in entry.read_text(encoding="utf-8")
+
