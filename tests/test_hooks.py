@@ -588,3 +588,19 @@ def test_session_start_job_indexes_project_skills_outside_the_project_dir(hook_v
     entry = hook_vault / "MemoryVault" / "personal-skills" / "project-deploy-preview.md"  # project scope
     assert "Deploy a preview build" in entry.read_text(encoding="utf-8")
 
+
+# ---- skill entries: only on a good match --------------------------------------------------------------
+
+
+def test_a_skill_entry_is_recalled_only_when_the_prompt_is_about_that_skill(hook_vault: Path) -> None:
+    """Claude Code lists every skill to the model already; keyword-only, the prompt must name the skill."""
+    skill = "MemoryVault/personal-skills/commit-helper.md"
+    about_commits = "how should I word the commit message for my staged diff, conventional commits style?"
+    result = run_hook("user_prompt_submit", payload("UserPromptSubmit", session="sk-1", prompt=about_commits))
+    record = log_records("UserPromptSubmit")[-1]
+    assert record["mode"] == "keyword" and record["kw_hits"] > 0
+    assert skill not in result.stdout and skill not in [e["path"] for e in record["injected"]]
+
+    named = "run the commit-helper skill on my staged diff"
+    result = run_hook("user_prompt_submit", payload("UserPromptSubmit", session="sk-2", prompt=named))
+    assert skill in context_of(result, "UserPromptSubmit")

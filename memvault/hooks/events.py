@@ -177,7 +177,8 @@ def user_prompt_submit(payload: dict[str, Any], settings: dict[str, Any], record
     seen = runtime.injected(session)
     already = set(seen["always"]) | set(seen["recalled"])
     result = _recall(root, folder, prompt, settings, extra=min(len(already), 20))  # room to drop what it has
-    hits = [h for h in result["hits"] if h["path"] not in already]
+    vectors = bool(result["vec_hits"])
+    hits = [h for h in result["hits"] if h["path"] not in already and inject.worth_giving(h, prompt, vectors=vectors)]
     context, kept = inject.recall_context(hits[: recall["k"]], recall["max_context_chars"])
     record.update(
         mode=result["mode"],
