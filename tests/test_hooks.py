@@ -604,3 +604,20 @@ def test_a_skill_entry_is_recalled_only_when_the_prompt_is_about_that_skill(hook
     named = "run the commit-helper skill on my staged diff"
     result = run_hook("user_prompt_submit", payload("UserPromptSubmit", session="sk-2", prompt=named))
     assert skill in context_of(result, "UserPromptSubmit")
+
+
+def test_inspect_labels_an_entry_by_the_hook_that_gave_it(memvault_home: Path) -> None:
+    """Scores of zero mean "always-load" only at SessionStart; a prompt's entry is recalled whatever its scores."""
+    from click.testing import CliRunner
+
+    from memvault.cli import cli
+
+    always = {"path": "MemoryVault/personal-private/_always-load/dev-flow.md"}
+    recalled = {"path": "MemoryVault/personal-private/fix/psycopg-ssl-eof.md", "score": 0.0, "vec": 0.0, "kw": 0.0}
+    runtime.log_event({"hook": "SessionStart", "session": "lab-1", "result": "success", "injected": [always]})
+    runtime.log_event({"hook": "UserPromptSubmit", "session": "lab-1", "result": "success", "injected": [recalled]})
+    result = CliRunner().invoke(cli, ["inspect", "--session", "lab-1"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    start, prompt = result.output.split("UserPromptSubmit")
+    assert "dev-flow.md" in start and "always-load" in start
+    assert "psycopg-ssl-eof.md" in prompt and "always-load" not in prompt and "recalled" in prompt

@@ -27,11 +27,14 @@ def select(records: list[dict[str, Any]], session: str | None, every: bool, limi
     return [r for r in records if str(r.get("session") or "").startswith(session)][-limit:]
 
 
-def why(entry: dict[str, Any]) -> str:
+def why(entry: dict[str, Any], hook: Any) -> str:
+    """Why an entry was given: SessionStart gives the always-load notes; a prompt's entries were recalled."""
+    if hook == "SessionStart":
+        return "always-load"
     vec, kw = entry.get("vec") or 0, entry.get("kw") or 0
     if vec and kw:
         return "meaning and keywords"
-    return "meaning" if vec else "keywords" if kw else "always-load"
+    return "meaning" if vec else "keywords" if kw else "recalled (no score)"
 
 
 @cli.command()
@@ -86,7 +89,7 @@ def _render(record: dict[str, Any]) -> None:
                 _num(entry.get("score")),
                 _num(entry.get("vec")),
                 _num(entry.get("kw")),
-                why(entry),
+                why(entry, record.get("hook")),
             )
         out.print(table)
     if record.get("deduped"):
