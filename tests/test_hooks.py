@@ -310,8 +310,25 @@ def test_log_rolls_over_and_old_files_and_markers_are_pruned(memvault_home: Path
     for path in [*files[:2], runtime.marker("old", "reflected"), runtime.marker("open", "start")]:
         os.utime(path, (month_ago, month_ago))
     removed = runtime.prune(log_days=30, marker_days=30)
-    assert removed == {"logs": 2, "markers": 1}
+    assert removed == {"logs": 2, "markers": 1, "locks": 0}
     assert runtime.marker("open", "start").exists()  # open sessions are recovered, never pruned
+
+
+def test_old_reflection_locks_of_finished_sessions_are_pruned(memvault_home: Path) -> None:
+    """Each session's reflection takes `<session>.lock` in the sessions folder; old ones must not pile up."""
+    from memvault.store import disk
+
+    folder = runtime.sessions_dir()
+    folder.mkdir(parents=True)
+    runtime.write_start_marker("open", {})
+    month_ago = time.time() - 31 * 86400
+    for name in ("done-old", "open", "done-new"):
+        with disk.try_lock(folder / f"{runtime.session_name(name)}.lock", 0) as held:  # as reflect_session does
+            assert held
+        if name != "done-new":
+            os.utime(folder / f"{name}.lock", (month_ago, month_ago))
+    assert runtime.prune(log_days=30, marker_days=30)["locks"] == 1
+    assert sorted(p.name for p in folder.glob("*.lock")) == ["done-new.lock", "open.lock"]
 
 
 def test_inspect_shows_what_was_injected_and_why(hook_vault: Path) -> None:
