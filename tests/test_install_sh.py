@@ -136,6 +136,36 @@ def test_install_sh_uninstall_without_an_environment_changes_nothing(tmp_path: P
     assert not (home / ".claude").exists()
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--vault", "MISSING"], "no such folder"),
+        (["--vault=MISSING"], "no such folder"),
+        (["--skill-name", "Not A Name"], "--skill-name"),
+        (["--scope", "global"], "--scope global"),
+        (["--no-such-option"], "unknown option --no-such-option"),
+        (["--vault"], "--vault needs a value"),
+    ],
+)
+def test_install_sh_checks_its_arguments_before_installing_anything(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    args = [a.replace("MISSING", str(tmp_path / "no-such-vault")) for a in args]
+    proc = subprocess.run(
+        ["bash", str(REPO / "install.sh"), "--no-python-deps", "--no-demo", *args],
+        env=_env(home),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert message in proc.stderr
+    assert sorted(p.name for p in home.iterdir()) == []  # no environment, no link, no settings: nothing at all
+
+
 def test_install_sh_help_lists_its_own_options() -> None:
     proc = subprocess.run(["bash", str(REPO / "install.sh"), "--help"], capture_output=True, text=True, timeout=30)
     assert proc.returncode == 0
