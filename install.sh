@@ -7,8 +7,8 @@
 #                                    to `memvault install`: --vault, --skill-name, --scope, --project, --dry-run)
 #   ./install.sh --no-python-deps    without the embedding stack (keyword-only recall)
 #   ./install.sh --no-demo           skip the demo
-#   ./install.sh --uninstall         `memvault uninstall`, then remove the environment and the memvault link
-#                                    (never your vault; the config and state are kept)
+#   ./install.sh --uninstall         `memvault uninstall`, stop the embedding service, then remove the
+#                                    environment and the memvault link (never your vault; the config and state are kept)
 #
 # The options for `memvault install` are checked before anything is installed: a missing --vault folder
 # fails at once, not after the dependencies.
@@ -52,6 +52,11 @@ if [ "$UNINSTALL" = 1 ]; then
     echo "==> memvault uninstall ${PASS[*]:-}"
     "$VENV/bin/memvault" uninstall ${PASS[@]+"${PASS[@]}"}
     WHERE=$("$VENV/bin/python" -c 'from memvault import paths; print(paths.config_file()); print(paths.state_dir())' 2>/dev/null || true)
+    if [ "$DRY_RUN" = 1 ]; then
+      echo "==> dry run: would stop the embedding service if it runs"
+    elif [ "$("$VENV/bin/memvault" serve --stop 2>/dev/null || true)" = "stopped" ]; then
+      echo "==> stopped the embedding service"  # it would otherwise run from the removed environment until idle
+    fi
   else
     echo "==> no environment at $VENV: nothing to uninstall from Claude Code (run memvault uninstall if you installed it elsewhere)"
     WHERE=""

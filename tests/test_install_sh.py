@@ -59,6 +59,28 @@ def _run(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return proc
 
 
+def _start_service(home: Path) -> int:
+    """Start the user's warm embedding service (as SessionStart would) and return its pid."""
+    pytest.importorskip("sentence_transformers")
+    started = subprocess.run(
+        [sys.executable, "-m", "memvault", "serve", "--background", "--json"],
+        env=_env(home),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert started.returncode == 0, started.stderr
+    return int(json.loads(started.stdout)["pid"])
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 def _our_handlers(settings: dict) -> dict[str, dict]:
     found = {}
     for event, groups in settings["hooks"].items():
@@ -110,8 +132,14 @@ def test_install_sh_merges_into_existing_settings_is_idempotent_and_uninstalls_b
     assert skill.read_bytes() == skill_bytes
     assert link.is_symlink()
 
+    # A warm embedding service runs for this user (started here by the test's own environment, which has the
+    # embedding stack); uninstall stops it rather than leave it running from a removed environment.
+    service = _start_service(home)
+
     # Uninstall: the original bytes back, skill, environment and link gone, vault and config kept.
     out = _run(home, "--uninstall").stdout
+    assert "stopped the embedding service" in out
+    assert not _alive(service)
     assert settings_file.read_bytes() == OTHER_TOOL.encode()
     assert not (claude / "skills/memvault").exists()
     assert not venv.exists()
