@@ -53,10 +53,14 @@ def _macos() -> float:
     import ctypes
 
     libc = ctypes.CDLL(None, use_errno=True)
+    libc.sysctl.argtypes = [
+        ctypes.POINTER(ctypes.c_int), ctypes.c_uint, ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t),
+        ctypes.c_void_p, ctypes.c_size_t,
+    ]  # fmt: skip
     mib = (ctypes.c_int * 4)(1, 14, 1, os.getpid())  # CTL_KERN, KERN_PROC, KERN_PROC_PID
     buffer = ctypes.create_string_buffer(1024)  # sizeof(struct kinfo_proc) is 648 on 64-bit macOS
     size = ctypes.c_size_t(len(buffer))
-    if libc.sysctl(mib, 4, buffer, ctypes.byref(size), None, ctypes.c_size_t(0)) != 0 or size.value < 16:
+    if libc.sysctl(mib, 4, buffer, ctypes.byref(size), None, 0) != 0 or size.value < 16:
         raise OSError(ctypes.get_errno(), "sysctl KERN_PROC_PID failed")
     seconds = ctypes.c_int64.from_buffer(buffer, 0).value
     micros = ctypes.c_int32.from_buffer(buffer, 8).value
@@ -69,6 +73,10 @@ def _windows() -> float:
     from ctypes import wintypes
 
     kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined]
+    times = ctypes.POINTER(wintypes.FILETIME)
+    kernel32.GetCurrentProcess.restype = wintypes.HANDLE  # a pseudo-handle: pointer-sized, not an int
+    kernel32.GetProcessTimes.argtypes = [wintypes.HANDLE, times, times, times, times]
+    kernel32.GetProcessTimes.restype = wintypes.BOOL
     creation, exited, kernel, user, now = (wintypes.FILETIME() for _ in range(5))
     process = kernel32.GetCurrentProcess()
     if not kernel32.GetProcessTimes(process, *(ctypes.byref(t) for t in (creation, exited, kernel, user))):
