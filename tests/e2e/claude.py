@@ -1,10 +1,12 @@
 """The real Claude Code client for the end-to-end tests: from npm (pinned, cached), run offline in a throwaway HOME.
 
-    client = install_client()                     # or raises Unavailable: npm cannot be reached
-    user = User(tmp / "user", client)             # a throwaway HOME, ~/.claude.json seeded
-    user.install_memvault(vault)                  # ./install.sh --vault VAULT, as a user runs it
+    client = install_client()                         # or raises Unavailable: npm cannot be reached
+    user = User(tmp / "user", client)                 # a throwaway HOME, ~/.claude.json seeded
+    user.install_memvault("--vault", str(vault))      # ./install.sh --vault VAULT, as a user runs it
     with AnthropicStub() as stub:
-        run = user.claude("-p", "hello", stub=stub)   # `claude -p hello` in the user's project folder
+        run = user.claude("-p", "hello", stub=stub, cwd=project).check()   # `claude -p hello` in `project`
+
+`Scenario` gives each test its own copy of an indexed vault (MEMVAULT_VAULT), project folder and stub.
 
 Every run writes the client's debug log (`--debug-file`), where the client reports each hook's
 duration; `hook_runs()` reads it.
