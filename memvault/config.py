@@ -103,7 +103,13 @@ class IndexSettings:
 
 @dataclass(frozen=True)
 class ReflectionSettings:
-    miner: str = _opt("offline", choices=("offline", "claude"))
+    # auto = headless Claude Code (`claude -p`) when the executable is found and answers, else offline
+    miner: str = _opt("auto", choices=("auto", "claude", "offline"))
+    claude_command: str = "claude"  # the Claude Code executable (a name on PATH or a path)
+    claude_model: str = "haiku"  # the model the miner's child session uses (--model): small and cheap
+    claude_timeout_s: int = _opt(180, low=10, high=3600)  # one call; a late answer falls back to offline
+    claude_calls_per_day: int = _opt(20, low=0, high=10_000)  # per machine; 0 = never call Claude
+    claude_window_chars: int = _opt(60_000, low=5_000, high=400_000)  # transcript text per call
     idle_minutes: int = _opt(30, low=1)
     inbox_warn: int = _opt(50, low=1)
     incubator_warn: int = _opt(20, low=1)
@@ -153,6 +159,7 @@ ENV_OVERRIDES = {
     "MEMVAULT_REVIEW_MODE": "memory.review_mode",
     "MEMVAULT_LOG_LEVEL": "memory.log_level",
     "MEMVAULT_TRANSPARENCY": "memory.transparency",
+    "MEMVAULT_MINER": "reflection.miner",
     "AGENT_TOOLKIT_EMBEDDING_MODEL": "embedding.model",  # the seed's name, honoured
     "MEMVAULT_EMBEDDING_MODEL": "embedding.model",  # later in the dict: wins over the seed's name
 }

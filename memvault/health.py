@@ -45,6 +45,7 @@ class Health:
     review: int
     incubator: int = 0
     last_reflection: str | None = None  # ISO time of the last successful reflection on this machine
+    miner: dict[str, Any] = field(default_factory=dict)  # which reflection miner runs next and why, the last one
     index: dict[str, Any] = field(default_factory=dict)  # stats, stale notes, recall tracking
     embedding: dict[str, Any] = field(default_factory=dict)  # configured model, index model, service
     never_recalled: list[str] = field(default_factory=list)  # clean-up candidates: old, never injected
@@ -96,6 +97,7 @@ def check(vault: Vault, *, service: bool = True, now: dt.datetime | None = None,
     stale = runner.stale_warning(vault.config, last.timestamp() if last else None, now.timestamp())
     if stale:
         warnings.append(stale)
+    miner_state = _miner(vault, warnings)
     embedding = _embedding(vault, index.get("model"), service, warnings)
     unrecalled = _never_recalled(entries, counted, index.get("recall_tracking_since"), vault.config, now)
     auto_memory = _claude_memory(vault, project, warnings)
@@ -116,6 +118,7 @@ def check(vault: Vault, *, service: bool = True, now: dt.datetime | None = None,
         review=queues.review,
         incubator=queues.incubator,
         last_reflection=last.isoformat(timespec="seconds") if last else None,
+        miner=miner_state,
         index=index,
         embedding=embedding,
         never_recalled=unrecalled,
@@ -138,6 +141,23 @@ def _unread(entries: Sequence[Entry], walked: Sequence[tuple[str, str]]) -> tupl
     skipped = [f"{path}: {why}" for path, why in walked]
     skipped += [f"{e.path}: {e.error}" for e in entries if e.error and e.status == UNREADABLE]
     return invalid, skipped
+
+
+def _miner(vault: Vault, warnings: list[str]) -> dict[str, Any]:
+    """The reflection miner: configured, the one the next final pass would use and why, the last one that ran."""
+    from memvault.reflect import miner
+
+    settings = vault.config.reflection
+    name, why = miner.choose(settings)
+    out: dict[str, Any] = {"configured": settings.miner, "next": name, "why": why}
+    if name == "claude" or settings.miner != "offline":
+        out.update(model=settings.claude_model, calls_today=miner.calls_today(), cap=settings.claude_calls_per_day)
+    last = runner.last_miner(vault)
+    if last:
+        out.update(last=last[0], last_why=last[1])
+    if settings.miner == "claude" and name != "claude":
+        warnings.append(f"reflection.miner is claude, but the offline miner runs: {why}")
+    return out
 
 
 def _last_reflection(vault: Vault) -> dt.datetime | None:

@@ -59,6 +59,8 @@ def memvault_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gitconfig: Pa
         "MEMVAULT_TRANSPARENCY",
     ):
         monkeypatch.delenv(var, raising=False)
+    # Reflection's default miner runs the user's `claude` when one is installed: tests choose it explicitly.
+    monkeypatch.setenv("MEMVAULT_MINER", "offline")
     yield home
     if (home / "run").is_dir():  # this test's own service, even if the test pointed MEMVAULT_HOME elsewhere
         from memvault.recall import client

@@ -44,6 +44,26 @@ def test_a_fresh_example_vault_is_healthy_and_reports_every_section(vault_dir: P
     assert data["embedding"]["configured"] and data["embedding"]["service"] is None
     assert data["last_reflection"] is None and data["never_recalled"] == []
     assert (data["inbox"], data["review"], data["incubator"]) == (1, 1, 1)
+    assert data["miner"] == {"configured": "offline", "next": "offline", "why": "reflection.miner is offline"}
+
+
+def test_health_says_which_miner_reflection_uses_and_why(
+    vault_dir: Path, memvault_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memvault_home.mkdir(parents=True, exist_ok=True)
+    (memvault_home / "config.yaml").write_text("reflection:\n  claude_command: no-such-claude\n")
+    monkeypatch.setenv("MEMVAULT_MINER", "auto")
+    _, data = run_health(vault_dir)
+    assert data["miner"]["next"] == "offline" and data["miner"]["why"] == "'no-such-claude' was not found"
+    assert (data["miner"]["calls_today"], data["miner"]["cap"], data["miner"]["model"]) == (0, 20, "haiku")
+    assert not any("reflection.miner" in w for w in data["warnings"])  # auto falling back is normal
+    monkeypatch.setenv("MEMVAULT_MINER", "claude")
+    _, data = run_health(vault_dir)
+    warning = "reflection.miner is claude, but the offline miner runs: 'no-such-claude' was not found"
+    assert any(w.startswith(warning) for w in data["warnings"])
+    shown = CliRunner().invoke(cli, ["--vault", str(vault_dir), "health"]).output
+    assert "reflection miner (claude): offline, because 'no-such-claude' was not found" in shown
+    assert "0 of 20 Claude calls used today" in shown
 
 
 def test_sync_conflict_copies_are_listed_and_warned_not_fatal(vault_dir: Path) -> None:

@@ -228,6 +228,7 @@ def test_install_creates_settings_and_skill_and_uninstall_removes_all_of_it(clau
     skill = claude / "skills" / "memvault" / "SKILL.md"
     assert skillfile.is_our_skill(skill)
     assert "add hook SessionStart" in result.output and "memvault init PATH" in result.output  # no vault yet
+    assert "reflection mines finished sessions offline (reflection.miner: offline" in result.output
     assert not (claude / "settings.json.memvault-backup").exists()  # nothing to back up
     assert list((memvault_home / "state" / "installs").iterdir())
 
@@ -236,6 +237,16 @@ def test_install_creates_settings_and_skill_and_uninstall_removes_all_of_it(clau
     assert "delete" in result.output
     assert not claude.exists()  # the file, the skill and the folders install created are gone
     assert not list((memvault_home / "state" / "installs").iterdir())
+
+
+def test_install_says_in_one_line_that_reflection_uses_claude_code_and_how_to_turn_it_off(
+    claude: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MEMVAULT_MINER")  # the default: auto
+    lines = [line for line in run("install").output.splitlines() if line.startswith("reflection")]
+    assert len(lines) == 1
+    assert "with your Claude Code (`claude -p`, model haiku, at most 20 calls a day)" in lines[0]
+    assert "to keep it offline, set reflection.miner: offline in" in lines[0]
 
 
 def test_reinstall_is_a_no_op_and_uninstall_restores_odd_formatting_byte_for_byte(claude: Path) -> None:

@@ -46,8 +46,8 @@ def write_transcript(path: Path, session: str, turns: list[tuple[str, str]], *, 
 
 ASK = ("user", "Set up the project environment please.")
 PIP = ("assistant", "I created a virtualenv with pip and installed the requirements.")
-UV = ("user", "From now on, always use uv for Python environments.")
-OK = ("assistant", "Understood, I will use uv from now on.")
+UV = ("user", "From now on, always name branches after the ticket number.")
+OK = ("assistant", "Understood, I will do that from now on.")
 
 
 def captured(vault: Vault) -> dict[str, bytes]:
@@ -57,9 +57,10 @@ def captured(vault: Vault) -> dict[str, bytes]:
 
 def test_real_transcripts_no_crash_provenance_and_second_pass_adds_nothing(vault: Vault) -> None:
     before = captured(vault)
+    n = len(runner.corpus_files(TRANSCRIPTS))  # 14 real transcripts, 4 excerpts of real interactive sessions
     first = runner.reflect_corpus(vault, TRANSCRIPTS)
-    assert first.files == 14 and not first.errors and not first.halted
-    assert first.reflected == 14 and first.written, "the real transcripts hold at least a few captures"
+    assert first.files == n == 18 and not first.errors and not first.halted
+    assert first.reflected == n and first.written, "the real transcripts hold at least a few captures"
     for rel in first.written:
         meta = vault.read(rel).note.meta
         assert meta["source"] and meta["confidence"] in ("high", "medium", "low") and meta["rule"]
@@ -68,13 +69,13 @@ def test_real_transcripts_no_crash_provenance_and_second_pass_adds_nothing(vault
     after_first = captured(vault)
     assert set(after_first) - set(before) == set(first.written)
     second = runner.reflect_corpus(vault, TRANSCRIPTS)
-    assert second.written == [] and second.unchanged == 14 and captured(vault) == after_first
+    assert second.written == [] and second.unchanged == n and captured(vault) == after_first
     # Even with the cursors forgotten, the per-transcript records and duplicate detection add nothing.
     for state in (vault.state_dir / "reflect" / "transcripts").glob("*.json"):
         data = json.loads(state.read_text())
         state.write_text(json.dumps({"keys": data["keys"]}))
     third = runner.reflect_corpus(vault, TRANSCRIPTS)
-    assert third.written == [] and third.reflected == 14 and captured(vault) == after_first
+    assert third.written == [] and third.reflected == n and captured(vault) == after_first
     assert runner.last_run(vault) is not None
 
 
@@ -88,7 +89,7 @@ def test_high_confidence_preference_is_saved_with_provenance(vault: Vault, tmp_p
     assert route["path"].startswith(P + "preference/")
     assert nf.note.meta["source"] == "sess-1" and nf.note.meta["route"] == "saved"
     assert nf.note.meta["evidence"] == ["L3"] and nf.note.meta["rule"]
-    assert "always use uv" in nf.note.body
+    assert "always name branches after the ticket number" in nf.note.body
     assert runner.pending_bytes(vault, path) == 0
     again = runner.reflect_transcript(vault, path)
     assert again.turns == 0 and again.written == []
@@ -98,11 +99,11 @@ def test_incremental_only_the_appended_part_is_mined(vault: Vault, tmp_path: Pat
     path = write_transcript(tmp_path / "s1.jsonl", "sess-1", [ASK, PIP, UV, OK])
     first = runner.reflect_transcript(vault, path)
     assert len(first.written) == 1
-    write_transcript(path, "sess-1", [("user", "Never commit directly to main."), OK], append=True)
+    write_transcript(path, "sess-1", [("user", "Never add emojis to commit messages."), OK], append=True)
     assert runner.pending_bytes(vault, path) > 0
     second = runner.reflect_transcript(vault, path)
     assert second.turns == 2
-    assert [r["title"] for r in second.routes] == ["Never commit directly to main"]
+    assert [r["title"] for r in second.routes] == ["Never add emojis to commit messages"]
     assert len(second.written) == 1 and second.written[0] != first.written[0]
     assert runner.pending_bytes(vault, path) == 0
 
@@ -110,7 +111,7 @@ def test_incremental_only_the_appended_part_is_mined(vault: Vault, tmp_path: Pat
 def test_an_incomplete_last_line_waits_until_it_is_complete(vault: Vault, tmp_path: Path) -> None:
     path = write_transcript(tmp_path / "s1.jsonl", "sess-1", [ASK, PIP])
     full = json.dumps({"type": "user", "sessionId": "sess-1", "uuid": "u9", "timestamp": "2026-11-20T11:00:00Z",
-                       "message": {"role": "user", "content": "Always run ruff before committing."}})  # fmt: skip
+                       "message": {"role": "user", "content": "Always write SQL keywords in upper case."}})  # fmt: skip
     with path.open("a") as fh:
         fh.write(full[:40])
     assert runner.reflect_transcript(vault, path).written == []
@@ -118,7 +119,7 @@ def test_an_incomplete_last_line_waits_until_it_is_complete(vault: Vault, tmp_pa
     with path.open("a") as fh:
         fh.write(full[40:] + "\n")
     report = runner.reflect_transcript(vault, path)
-    assert [r["title"] for r in report.routes] == ["Always run ruff before committing"]
+    assert [r["title"] for r in report.routes] == ["Always write SQL keywords in upper case"]
 
 
 def test_private_spans_and_secrets_never_reach_the_vault_or_the_state(vault: Vault, tmp_path: Path) -> None:
@@ -147,7 +148,7 @@ def test_reflection_redacts_what_a_miner_let_through(vault: Vault, tmp_path: Pat
         category="fix", title=f"Export {token}", body=f"Run `export GH_TOKEN={token}` <private>on bastion-7</private>",
         evidence=("L3",), confidence="high", rule="test", key=f"fix:export-{token}",
     )  # fmt: skip
-    monkeypatch.setattr(miner, "run", lambda turns, miner="offline": ([leaky], "offline"))
+    monkeypatch.setattr(miner, "run", lambda turns, settings=None, **kw: ([leaky], miner.MinerRun("offline", "test")))
     report = runner.reflect_transcript(vault, write_transcript(tmp_path / "s.jsonl", "sess-1", [ASK, PIP, UV, OK]))
     (path,) = report.written
     nf = vault.read(path)
@@ -163,7 +164,7 @@ def test_stop_file_halts_before_starting_and_between_candidates(
     vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = write_transcript(tmp_path / "s1.jsonl", "sess-1", [
-        ASK, PIP, UV, OK, ("user", "Never commit directly to main."), OK,
+        ASK, PIP, UV, OK, ("user", "Never add emojis to commit messages."), OK,
     ])  # fmt: skip
     runner.stop_file().parent.mkdir(parents=True, exist_ok=True)
     runner.stop_file().touch()
@@ -196,7 +197,7 @@ def test_a_pass_that_fails_midway_keeps_what_it_wrote_and_resumes(
     from memvault.errors import VaultBusy
 
     path = write_transcript(tmp_path / "s1.jsonl", "sess-1", [
-        ASK, PIP, UV, OK, ("user", "Never commit directly to main."), OK,
+        ASK, PIP, UV, OK, ("user", "Never add emojis to commit messages."), OK,
     ])  # fmt: skip
     real_save, calls = Vault.save, []
 
@@ -212,8 +213,8 @@ def test_a_pass_that_fails_midway_keeps_what_it_wrote_and_resumes(
     monkeypatch.setattr(Vault, "save", real_save)
     assert runner.pending_bytes(vault, path) == path.stat().st_size
     rest = runner.reflect_transcript(vault, path)
-    assert [r["title"] for r in rest.routes] == ["Never commit directly to main"] and len(rest.written) == 1
-    assert len(list((vault.root / P / "preference").glob("*uv*.md"))) == 2  # the example's, plus one capture
+    assert [r["title"] for r in rest.routes] == ["Never add emojis to commit messages"] and len(rest.written) == 1
+    assert len(list((vault.root / P / "preference").glob("*branches*.md"))) == 1
 
 
 def test_dry_run_writes_nothing_anywhere(vault: Vault, tmp_path: Path) -> None:
@@ -233,6 +234,16 @@ def test_same_statement_in_a_second_session_is_a_duplicate(vault: Vault, tmp_pat
     assert len(one.written) == 1 and two.written == []
     (route,) = two.routes
     assert route["action"] == "duplicate" and route["target"] == one.written[0] and route["sessions"] == 2
+
+
+def test_the_same_rule_in_other_words_in_another_session_is_the_same_capture(vault: Vault, tmp_path: Path) -> None:
+    """Two real sessions of one user: "be careful to not lose my progress …", then "do not lose my data"."""
+    one = runner.reflect_transcript(vault, TRANSCRIPTS / "charming-with-claude/58b4f056-excerpt.jsonl")
+    two = runner.reflect_transcript(vault, TRANSCRIPTS / "charming-with-claude/e7e9024b-excerpt.jsonl")
+    (first,) = one.written
+    (route,) = two.routes
+    assert route["key"] != one.routes[0]["key"]  # other words, another key …
+    assert route["action"] == "duplicate" and route["target"] == first and route["sessions"] == 2  # … the same rule
 
 
 def test_low_confidence_seen_in_three_sessions_moves_from_inbox_to_review(vault: Vault, tmp_path: Path) -> None:
@@ -276,8 +287,8 @@ def test_a_second_reflection_waits_for_the_lock_then_reports_busy(
 def test_corpus_pass_interrupted_then_resumed_finishes_without_duplicates(vault_dir: Path, tmp_path: Path) -> None:
     corpus = tmp_path / "projects"
     (corpus / "p").mkdir(parents=True)
-    statements = ["Always use uv for Python environments.", "Never commit directly to main.",
-                  "Always run ruff before committing."]  # fmt: skip
+    statements = ["Always name branches after the ticket number.", "Never add emojis to commit messages.",
+                  "Always write SQL keywords in upper case."]  # fmt: skip
     for n, said in enumerate(statements):
         write_transcript(corpus / "p" / f"{n}.jsonl", f"sess-{n}", [ASK, PIP, ("user", said), OK])
     vault = open_vault(vault_dir)
@@ -382,14 +393,24 @@ def test_the_llm_miner_runs_once_on_the_final_pass(
 ) -> None:
     from memvault.reflect import miner
 
-    memvault_home.mkdir(parents=True, exist_ok=True)
-    (memvault_home / "config.yaml").write_text("reflection:\n  miner: claude\n")
+    monkeypatch.setenv("MEMVAULT_MINER", "claude")
     vault = open_vault(vault_dir)
     asked = []
-    monkeypatch.setattr(miner, "run", lambda turns, miner="offline": (asked.append(miner), ([], "claude"))[1])
+    monkeypatch.setattr(miner, "choose", lambda settings, probe=True: ("claude", "a claude answers"))
+    ran = miner.MinerRun("claude", "a claude answers")
+    monkeypatch.setattr(miner, "run", lambda turns, settings, **kw: (asked.append(settings.miner), ([], ran))[1])
     path = write_transcript(tmp_path / "s.jsonl", "sess-1", [ASK, PIP, UV, OK])
     deferred = runner.reflect_transcript(vault, path)  # a Stop or idle pass
     assert deferred.deferred and asked == [] and runner.pending_bytes(vault, path) > 0
     final = runner.reflect_transcript(vault, path, final=True)  # SessionEnd, the CLI, --corpus
     assert not final.deferred and asked == ["claude"] and final.miner == "claude"
     assert runner.pending_bytes(vault, path) == 0
+
+
+def test_the_hook_log_record_says_which_miner_ran_and_why(vault: Vault, tmp_path: Path) -> None:
+    from memvault.hooks import jobs
+
+    path = write_transcript(tmp_path / "s.jsonl", "sess-1", [ASK, PIP, UV, OK])
+    record = jobs.reflect_session(vault, "sess-1", path, final=True)
+    assert (record["miner"], record["miner_reason"]) == ("offline", "reflection.miner is offline")
+    assert record["claude_calls"] is None and len(record["written"]) == 1

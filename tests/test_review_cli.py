@@ -151,12 +151,14 @@ def test_reflect_session_dry_run_then_for_real(vault_dir: Path, tmp_path: Path, 
     from memvault.reflect import runner
 
     monkeypatch.setattr(runner, "WAIT_SERVICE_S", 0.0)
-    path = write_session(tmp_path / "s.jsonl", "sess-1", "From now on, always use uv for Python environments.")
+    path = write_session(tmp_path / "s.jsonl", "sess-1", "From now on, always name branches after the ticket number.")
     dry = json.loads(run(vault_dir, "reflect", "--session", str(path), "--dry-run", "--json").output)
     assert dry["dry_run"] and dry["written"] == [] and dry["routes"][0]["action"] == "save"
     assert not (vault_dir / dry["routes"][0]["path"]).exists()
     shown = run(vault_dir, "reflect", "--session", str(path)).output
     assert "save" in shown and "wrote 1 entry " in shown
+    assert "miner: offline, because reflection.miner is offline" in shown  # which miner ran, and why
+    assert "--show-prompt goes with --dry-run" in run(vault_dir, "reflect", "--show-prompt", code=2).output
     assert (vault_dir / dry["routes"][0]["path"]).exists()
     again = json.loads(run(vault_dir, "reflect", "--session", str(path), "--json").output)
     assert again["written"] == [] and again["turns"] == 0
@@ -168,8 +170,8 @@ def test_reflect_corpus_defaults_to_the_claude_projects_folder(vault_dir: Path, 
     monkeypatch.setattr(runner, "WAIT_SERVICE_S", 0.0)
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude"))
     project = tmp_path / "claude" / "projects" / "-home-u-proj"
-    write_session(project / "a.jsonl", "sess-a", "Never commit directly to main.")
-    write_session(project / "b.jsonl", "sess-b", "Always run ruff before committing.")
+    write_session(project / "a.jsonl", "sess-a", "Never add emojis to commit messages.")
+    write_session(project / "b.jsonl", "sess-b", "Always write SQL keywords in upper case.")
     report = json.loads(run(vault_dir, "reflect", "--corpus", "--json").output)
     assert report["folder"] == str(tmp_path / "claude" / "projects") and report["files"] == 2
     assert len(report["written"]) == 2 and report["warnings"] == []
@@ -177,7 +179,7 @@ def test_reflect_corpus_defaults_to_the_claude_projects_folder(vault_dir: Path, 
     # Without --session or --corpus: the newest transcript of the current folder's project.
     monkeypatch.chdir(tmp_path)
     newest = runner.project_folder(tmp_path)
-    write_session(newest / "c.jsonl", "sess-c", "Always use httpx instead of requests.")
+    write_session(newest / "c.jsonl", "sess-c", "Always keep timestamps in UTC.")
     shown = json.loads(run(vault_dir, "reflect", "--json").output)
     assert shown["transcript"] == str(newest / "c.jsonl") and len(shown["written"]) == 1
     assert "--session" in run(vault_dir, "reflect", "--corpus", "--session", "x.jsonl", code=2).output

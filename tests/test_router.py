@@ -38,6 +38,14 @@ def test_medium_goes_to_review() -> None:
     assert (route(Cand(confidence="medium")).action, route(Cand(confidence="medium")).folder) == ("review", "_review")
 
 
+def test_a_medium_preference_said_in_two_sessions_is_saved() -> None:
+    r = route(Cand(confidence="medium"), sessions_seen=2)
+    assert (r.action, r.folder) == ("save", "preference") and "said in 2 sessions" in r.reason
+    assert route(Cand(category="fix", key="fix:x", confidence="medium"), sessions_seen=2).action == "review"
+    promoted = route(Cand(confidence="medium"), sessions_seen=2, nearest=near(0.9, path=REVIEWED, key=Cand.key))
+    assert (promoted.action, promoted.target) == ("promote", REVIEWED)  # waiting in _review: moved up
+
+
 def test_low_goes_to_the_inbox() -> None:
     r = route(Cand(confidence="low"), sessions_seen=2)
     assert (r.action, r.folder) == ("inbox", "_inbox") and "2 sessions" in r.reason

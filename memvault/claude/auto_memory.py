@@ -19,7 +19,8 @@ from memvault.errors import MemvaultError
 from memvault.recall import client
 from memvault.recall import search as recall_mod
 from memvault.reflect import router, state
-from memvault.reflect.session import capture_slug, term_share
+from memvault.reflect.likeness import term_share
+from memvault.reflect.session import capture_slug
 from memvault.store import changelog, disk, notes
 from memvault.store.changelog import Record
 from memvault.store.model import REVIEW

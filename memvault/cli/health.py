@@ -55,6 +55,13 @@ def _render_health(report: health_mod.Health) -> None:
     out.print(table)
     out.print(f"inbox: {report.inbox}   review: {report.review}   incubator: {report.incubator}")
     out.print(f"last reflection: {report.last_reflection or 'never (on this machine)'}")
+    miner = report.miner
+    if miner:
+        calls = f"; {miner['calls_today']} of {miner['cap']} Claude calls used today" if "cap" in miner else ""
+        why = escape(miner["why"])
+        out.print(f"reflection miner ({escape(miner['configured'])}): {miner['next']}, because {why}{calls}")
+        if miner.get("last"):
+            out.print(f"  last reflection used {miner['last']}: {escape(miner.get('last_why') or '')}")
     ix = report.index
     if ix.get("exists"):
         size = f"{int(ix.get('bytes') or 0) / 1e6:.1f} MB"

@@ -10,6 +10,7 @@ from rich.markup import escape
 from memvault import paths as paths_mod
 from memvault.claude import installer, skillfile
 from memvault.claude import uninstall as uninstall_mod
+from memvault.errors import MemvaultError
 
 from .group import cli, err, json_option, out, print_json
 
@@ -105,7 +106,26 @@ def install(
         out.print("dry run: nothing was written")
     else:
         out.print("installed; Claude Code picks up the hooks in new sessions")
+    out.print(_reflection_line(), soft_wrap=True)
     _next_step(plan)
+
+
+def _reflection_line() -> str:
+    """One line: reflection uses the user's own Claude Code, and how to turn that off."""
+    from memvault import config as config_mod
+
+    try:
+        settings = config_mod.load().reflection
+    except MemvaultError:
+        return "reflection: see `memvault health` for which miner runs"
+    where = escape(str(paths_mod.config_file()))
+    if settings.miner == "offline":
+        return f"reflection mines finished sessions offline (reflection.miner: offline in {where})"
+    return (
+        f"reflection mines finished sessions with your Claude Code (`{escape(settings.claude_command)} -p`, model "
+        f"{escape(settings.claude_model)}, at most {settings.claude_calls_per_day} calls a day); to keep it offline, "
+        f"set reflection.miner: offline in {where}"
+    )
 
 
 def _next_step(plan: installer.Plan) -> None:

@@ -34,9 +34,16 @@ _CORPUS_DEFAULT = "\0default"
     help="Reflect every transcript under DIR (default: the Claude Code projects folder); resumable.",
 )  # fmt: skip
 @click.option("--dry-run", is_flag=True, help="Show what would be captured and where; write nothing.")
+@click.option(
+    "--show-prompt", is_flag=True,
+    help="With --dry-run: print exactly what the Claude miner would send (command, system prompt, each window); "
+    "call nothing.",
+)  # fmt: skip
 @json_option
 @pass_state
-def reflect(state: State, session: Path | None, corpus: str | None, dry_run: bool, as_json: bool) -> None:
+def reflect(
+    state: State, session: Path | None, corpus: str | None, dry_run: bool, show_prompt: bool, as_json: bool
+) -> None:
     """Mine session transcripts for preferences, fixes, workflows and ideas, and file them.
 
     High confidence is saved at once, medium goes to _review/ (`memvault review`), low to _inbox/
@@ -44,8 +51,15 @@ def reflect(state: State, session: Path | None, corpus: str | None, dry_run: boo
     or proposed as supersedes. Reflecting the same transcript again adds nothing. Without --session
     or --corpus, the newest transcript of the current folder's Claude Code project is reflected.
     While a file named STOP exists in memvault's state folder, reflection does nothing.
+
+    The miner is `reflection.miner`: auto (headless Claude Code when `claude` is found and answers,
+    else the offline rules), claude or offline; the output says which ran and why.
     """
     vault = state.vault
+    if show_prompt and not dry_run:
+        raise click.UsageError("--show-prompt goes with --dry-run (it sends nothing)")
+    if show_prompt and corpus is not None:
+        raise click.UsageError("--show-prompt shows one session: give --session PATH or none")
     if corpus is not None:
         if session is not None:
             raise click.UsageError("give --session or --corpus, not both")
@@ -57,6 +71,11 @@ def reflect(state: State, session: Path | None, corpus: str | None, dry_run: boo
     transcript = session or _newest_transcript()
     if not transcript.is_file():
         raise MemvaultError(f"no transcript at {transcript}", code="missing")
+    if show_prompt:
+        shown: list[Any] = []
+        report = reflect_mod.reflect_transcript(vault, transcript, final=True, show_prompt=shown.extend)
+        _render_prompt(vault, shown, report, as_json)
+        return
     report = reflect_mod.reflect_transcript(vault, transcript, dry_run=dry_run, final=True)
     counts = review_mod.counts(vault)
     if as_json:
@@ -64,6 +83,34 @@ def reflect(state: State, session: Path | None, corpus: str | None, dry_run: boo
         return
     _render_report(report, vault.folder)
     _render_counts(counts)
+
+
+def _render_prompt(vault: Vault, windows: list[Any], report: reflect_mod.Report, as_json: bool) -> None:
+    """What the Claude miner would send for this session: the command line once, then each window's input."""
+    from memvault.reflect import miner
+    from memvault.reflect.mine import claude
+
+    settings = vault.config.reflection
+    argv = claude.command(settings.claude_command, settings.claude_model)
+    name, why = miner.choose(settings, probe=False)
+    inputs = [claude.window_input(w) for w in windows]
+    if as_json:
+        print_json({"command": argv, "windows": inputs, "miner": name, "why": why, "turns": report.turns})
+        return
+    out.print(f"[dim]{len(inputs)} window(s), one call each; {name} miner would run: {escape(why)}[/]")
+    if name != "claude":
+        out.print("[dim](the offline miner is chosen: nothing would be sent; this is what the Claude miner sends)[/]")
+    out.print("[bold]command[/] (the text after --system-prompt is the system prompt):", soft_wrap=True)
+    click.echo(" ".join(_shell_word(a) for a in argv))
+    for n, text in enumerate(inputs, 1):
+        out.rule(f"standard input, call {n} of {len(inputs)}")
+        click.echo(text)
+
+
+def _shell_word(arg: str) -> str:
+    import shlex
+
+    return shlex.quote(arg)
 
 
 def _newest_transcript() -> Path:
@@ -125,6 +172,10 @@ def _render_report(report: reflect_mod.Report, folder: str) -> None:
         f"[dim]{plural(report.turns, 'new turn')}, {plural(report.candidates, 'candidate')} ({report.miner} miner), "
         f"{verb} {plural(len([r for r in report.routes if r.get('path')]), 'entry')} in {report.ms:.0f} ms[/]"
     )
+    if report.miner_reason:
+        spent = f"; {plural(report.claude_calls, 'Claude call')}" if report.claude_calls else ""
+        cost = f", ${report.cost_usd:.4f}" if report.cost_usd else ""
+        out.print(f"[dim]miner: {report.miner}, because {escape(report.miner_reason)}{spent}{cost}[/]")
     for line in report.notes:
         err.print(f"[yellow]note:[/] {escape(line)}")
 

@@ -125,7 +125,8 @@ def reflect_session(vault: Vault, session: str, transcript: Path, final: bool) -
     if final:
         runtime.mark_reflected(session)
     return {"written": report.written, "candidates": report.candidates, "miner": report.miner,
-            "deferred": report.deferred or None}  # fmt: skip
+            "miner_reason": report.miner_reason or None, "claude_calls": report.claude_calls or None,
+            "cost_usd": report.cost_usd, "deferred": report.deferred or None}  # fmt: skip
 
 
 def sweep(vault: Vault, *, idle_s: float | None) -> dict[str, Any]:

@@ -1,45 +1,37 @@
-"""Mine transcript turns for what is worth keeping: preferences, fixes, workflows (pass 1) and ideas (pass 2).
+"""Mine transcript turns for what is worth keeping, with headless Claude Code or the offline rules; say which and why.
 
-Pure: turns in, candidates out. `mine` is the deterministic offline miner (the default); `mine_llm`
-asks headless Claude Code (`claude -p … --output-format json`) and validates its answer strictly;
-`run` picks one and falls back to the offline miner on any `MinerError`. This module is the public
-surface and the last step both miners share (redact, drop, merge); the rules live in `mine_prefs`,
-`mine_fixes`, `mine_workflows` and `mine_ideas`, the text helpers and `Candidate` in `mine_text`, the
-headless-Claude miner in `mine_claude`.
-
-How the offline miner decides (precise rather than greedy: a wrong HIGH preference is injected into
-every later prompt):
-- Preferences come only from what the user typed in the main conversation (never subagents,
-  compaction summaries or the assistant). A sentence counts when it is an instruction meant to last:
-  it starts with always / never / remember / stop doing …, says "from now on", "I prefer", "use X
-  instead of Y", or corrects the agent ("no, use X", "that's wrong: …", "actually, …") right after an
-  assistant turn. Questions, hedges ("I always forget …"), and task-scoped wording ("for now",
-  "until", "this time", "yet") are ignored. Explicit statements and corrections are HIGH; a bare
-  "don't …" or "please use …" without a marker that it should last is LOW.
-- Fixes: a tool error (or the user reporting one, or the assistant naming the problem), the
-  assistant's explanation within the next few turns, then a success ("tests pass", "build
-  succeeds", the user's "that worked"). The same error again extends the episode. MEDIUM with a
-  stated success; LOW when the work just moves on (a different error, or two more turns without
-  one). Tool mechanics (file too large to read, edit string not found, rejected tool calls) are
-  not fixes.
-- Workflows: the user confirms ("that worked", "perfect", "great, thanks") after a multi-step
-  answer (at least two assistant turns since their request). MEDIUM.
-- Ideas: deferred work in the user's words ("we should also …", "later we could …", "TODO", "it
-  would be cool to build …", "we should look into …"); the agent parking a found bug for later
-  ("not something I should fix here", "file a bead/issue for …") is a LOW follow-up.
-Every candidate's text passes `strip_private` and the secret scanner (secrets are redacted; a
-candidate left with almost nothing but a redaction is dropped). Keys are built from the redacted
-text (`make_key`), so they never hold a secret; they keep numbers, except a fix's error signature.
+`run` picks the miner from `reflection.miner`:
+- `auto` (the default): headless Claude Code when its executable is found and answers `--version`,
+  otherwise the offline miner; `claude` and `offline` force one (a forced `claude` that cannot run
+  still falls back to offline, and says so).
+- The Claude miner cuts the transcript into overlapping windows, makes one call per window, and
+  merges the windows' candidates (the same key, or the same statement line, once). Calls are
+  counted per machine and day; a session that would go over `reflection.claude_calls_per_day` is
+  mined offline instead. Any failure of a call (missing, late, malformed answer) falls back to the
+  offline miner for the whole session.
+- The offline miner is deterministic: `mine_prefs` (the user's lasting instructions and corrections,
+  sentence by sentence), `mine_fixes` (error → change → confirmation episodes), `mine_workflows`,
+  `mine_ideas`.
+Every candidate, whichever miner made it, then passes the same last step (`_finish`): `<private>`
+spans stripped, secrets redacted (a candidate left with little but a redaction is dropped), local
+paths and user names replaced by placeholders (`mine.placeholders`), and candidates with the same
+key merged. Keys are built from redacted text, so they never hold a secret.
 """
 
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
+import time
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
 
-from memvault.reflect.mine import claude, fixes, ideas, prefs, workflows
-from memvault.reflect.mine.claude import PROMPT, MinerError, parse_llm, render
+from memvault import paths
+from memvault.reflect.mine import claude, fixes, ideas, placeholders, prefs, workflows
+from memvault.reflect.mine.claude import PROMPT, MinerError, Window
 from memvault.reflect.mine.text import (
     CATEGORIES,
     CONFIDENCES,
@@ -54,6 +46,7 @@ from memvault.reflect.mine.text import (
 from memvault.store import secrets
 from memvault.store.privacy import strip_private
 
+from .state import read_json, write_json
 from .transcript import Turn
 
 __all__ = [
@@ -64,53 +57,193 @@ __all__ = [
     "TITLE_CHARS",
     "Candidate",
     "MinerError",
+    "MinerRun",
+    "Window",
+    "calls_today",
+    "choose",
     "make_key",
     "mine",
     "mine_llm",
-    "parse_llm",
-    "render",
     "run",
     "sentences",
+    "windows",
 ]
 
+PROBE_TIMEOUT_S = 15.0  # `claude --version` must answer within this
+PROBE_KEEP_S = 6 * 3600  # a successful probe of the same executable is trusted this long
+_RANK = {"high": 3, "medium": 2, "low": 1}
 
-def mine(turns: Sequence[Turn]) -> list[Candidate]:
+
+@dataclass
+class MinerRun:
+    """Which miner ran on a pass, why, and what the Claude miner spent."""
+
+    miner: str  # "claude" | "offline"
+    reason: str
+    windows: int = 0
+    calls: int = 0
+    cost_usd: float | None = None
+    notes: list[str] = field(default_factory=list)  # candidates the Claude miner's checks refused
+
+
+def mine(turns: Sequence[Turn], *, project: str | None = None) -> list[Candidate]:
     """The deterministic offline miner: pass 1 (preferences, fixes, workflows), then pass 2 (ideas)."""
     clean = [replace(t, text=strip_private(t.text)) for t in turns]
     found = prefs.preferences(clean) + fixes.fixes(clean) + workflows.workflows(clean) + ideas.ideas(clean)
-    return _finish(found)
+    return _finish(found, clean, project)
 
 
-def mine_llm(turns: Sequence[Turn], *, command: str = "claude", timeout: float = 120.0) -> list[Candidate]:
-    """Ask headless Claude Code; validate its JSON strictly. Any failure raises MinerError."""
-    return _finish(claude.ask(turns, command=command, timeout=timeout))
+def windows(turns: Sequence[Turn], settings: Any = None) -> list[Window]:
+    """The windows the Claude miner would send for `turns` (with `reflection.claude_window_chars`)."""
+    size = getattr(settings, "claude_window_chars", 60_000)
+    return claude.windows([replace(t, text=strip_private(t.text)) for t in turns], size)
+
+
+def mine_llm(
+    turns: Sequence[Turn], settings: Any, *, project: str | None = None, run: MinerRun | None = None
+) -> list[Candidate]:
+    """Mine with headless Claude Code, one call per window, and merge the windows' candidates. Raises MinerError."""
+    clean = [replace(t, text=strip_private(t.text)) for t in turns]
+    cut = claude.windows(clean, settings.claude_window_chars)
+    run = run or MinerRun("claude", "")
+    run.windows = len(cut)
+    found: list[Candidate] = []
+    cwd = paths.ensure_private_dir(paths.state_dir() / "claude-miner")
+    for window in cut:
+        count_call()
+        run.calls += 1
+        call = claude.ask(window, clean, executable=settings.claude_command, model=settings.claude_model,
+                          timeout=float(settings.claude_timeout_s), cwd=str(cwd))  # fmt: skip
+        found += call.candidates
+        run.notes += call.dropped
+        if call.cost_usd is not None:
+            run.cost_usd = round((run.cost_usd or 0.0) + call.cost_usd, 6)
+    return _finish(_one_per_statement(found), clean, project)
 
 
 def run(
-    turns: Sequence[Turn], *, miner: str = "offline", errors: list[str] | None = None
-) -> tuple[list[Candidate], str]:
-    """Mine with `miner` ("offline" | "claude"); fall back to offline on any MinerError.
+    turns: Sequence[Turn], settings: Any = None, *, project: str | None = None, probe: bool = True
+) -> tuple[list[Candidate], MinerRun]:
+    """Mine `turns` with the miner `settings.miner` selects (see the module docstring); return it and why."""
+    if settings is None:
+        from memvault.config import ReflectionSettings
 
-    Returns (candidates, the miner actually used). When given, `errors` collects why a fallback happened.
-    """
-    if miner not in ("offline", "claude"):
-        raise ValueError(f"unknown miner {miner!r}: use 'offline' or 'claude'")
-    if miner == "claude":
-        try:
-            return mine_llm(turns), "claude"
-        except MinerError as exc:
-            if errors is not None:
-                errors.append(str(exc))
-    return mine(turns), "offline"
+        settings = ReflectionSettings(miner="offline")
+    name, reason = choose(settings, probe=probe)
+    if name == "claude":
+        cut = windows(turns, settings)
+        used, cap = calls_today(), settings.claude_calls_per_day
+        if used + len(cut) > cap:
+            reason = (f"the daily cap of {cap} Claude calls (reflection.claude_calls_per_day) would be passed: "
+                      f"{used} made today, this session needs {len(cut)}")  # fmt: skip
+        else:
+            attempt = MinerRun("claude", reason)
+            try:
+                return mine_llm(turns, settings, project=project, run=attempt), attempt
+            except MinerError as exc:
+                reason = f"the Claude miner failed ({exc}); the offline miner ran instead"
+                return mine(turns, project=project), MinerRun("offline", reason, attempt.windows, attempt.calls,
+                                                               attempt.cost_usd)  # fmt: skip
+    return mine(turns, project=project), MinerRun("offline", reason)
 
 
-def _finish(found: Sequence[Candidate]) -> list[Candidate]:
-    """Redact secrets, drop what is left empty, merge candidates with the same key (evidence joined)."""
+def choose(settings: Any, *, probe: bool = True) -> tuple[str, str]:
+    """("claude" | "offline", why) for `reflection.miner`, before any call is made."""
+    wanted = settings.miner
+    if wanted not in ("auto", "claude", "offline"):
+        raise ValueError(f"unknown miner {wanted!r}: use 'auto', 'claude' or 'offline'")
+    if wanted == "offline":
+        return "offline", "reflection.miner is offline"
+    if settings.claude_calls_per_day == 0:
+        return "offline", "reflection.claude_calls_per_day is 0"
+    found = shutil.which(settings.claude_command)
+    if found is None:
+        forced = " (reflection.miner is claude)" if wanted == "claude" else ""
+        return "offline", f"{settings.claude_command!r} was not found{forced}"
+    if probe:
+        problem = _probe(found)
+        if problem:
+            return "offline", problem
+    return "claude", f"reflection.miner is {wanted} and {found} answers (model {settings.claude_model})"
+
+
+def _probe(executable: str) -> str | None:
+    """None when `executable --version` answers (remembered for a while), else what went wrong."""
+    file = _ledger_file()
+    data = read_json(file) if file.exists() else None
+    data = data if isinstance(data, dict) else {}
+    try:
+        stamp = Path(executable).stat().st_mtime
+    except OSError:
+        stamp = 0.0
+    known = data.get("probe")
+    if (
+        isinstance(known, dict)
+        and known.get("path") == executable
+        and known.get("mtime") == stamp
+        and time.time() - float(known.get("checked", 0)) < PROBE_KEEP_S
+    ):
+        return None
+    try:
+        done = subprocess.run([executable, "--version"], capture_output=True, text=True, timeout=PROBE_TIMEOUT_S,
+                              env=claude.child_env(), check=False)  # fmt: skip
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"{executable} --version did not answer ({type(exc).__name__})"
+    if done.returncode != 0 or not done.stdout.strip():
+        return f"{executable} --version failed (exit {done.returncode})"
+    data["probe"] = {"path": executable, "mtime": stamp, "checked": time.time(), "version": done.stdout.strip()[:80]}
+    write_json(file, data)
+    return None
+
+
+def _ledger_file() -> Path:
+    return paths.state_dir() / "claude-miner.json"
+
+
+def calls_today() -> int:
+    """Claude miner calls made on this machine today (local date)."""
+    data = read_json(_ledger_file())
+    if isinstance(data, dict) and data.get("day") == time.strftime("%Y-%m-%d") and isinstance(data.get("calls"), int):
+        return int(data["calls"])
+    return 0
+
+
+def count_call() -> None:
+    """Count one Claude miner call against today's cap (before it is made: a failed call costs too)."""
+    file = _ledger_file()
+    data = read_json(file)
+    data = data if isinstance(data, dict) else {}
+    today = time.strftime("%Y-%m-%d")
+    calls = int(data["calls"]) if data.get("day") == today and isinstance(data.get("calls"), int) else 0
+    data.update(day=today, calls=calls + 1)
+    write_json(file, data)
+
+
+def _one_per_statement(found: Sequence[Candidate]) -> list[Candidate]:
+    """Overlapping windows see some statements twice: one candidate per category and statement line."""
+    best: dict[tuple[str, str], Candidate] = {}
+    for cand in found:
+        slot = (cand.category, cand.evidence[0] if cand.evidence else cand.key)
+        kept = best.get(slot)
+        if kept is None or _RANK[cand.confidence] > _RANK[kept.confidence]:
+            best[slot] = cand
+    return list(best.values())
+
+
+def _finish(found: Sequence[Candidate], turns: Sequence[Turn], project: str | None) -> list[Candidate]:
+    """Redact secrets, replace local paths and user names, drop what is left empty, merge candidates by key."""
+    names = placeholders.names_in([project or "", *(t.text for t in turns), *(t.tool or "" for t in turns)])
     out: dict[str, Candidate] = {}
     for cand in found:
         safe = _safe(cand)
         if safe is None:
             continue
+        safe = replace(
+            safe,
+            title=placeholders.replace_local(safe.title, project=project, names=names),
+            body=placeholders.replace_local(safe.body, project=project, names=names),
+            key=placeholders.key_without(safe.key, names),
+        )
         if safe.key in out:
             kept = out[safe.key]
             out[safe.key] = replace(kept, evidence=tuple(dict.fromkeys(kept.evidence + safe.evidence)))

@@ -149,10 +149,13 @@ def route(
 
 
 def confidence_route(candidate: CandidateLike, sessions_seen: int, review_mode: str, thresholds: Thresholds) -> Route:
-    """HIGH → saved; MEDIUM, or LOW seen in enough sessions → review (inbox when silent); LOW → inbox."""
+    """HIGH, or a MEDIUM preference said in two sessions → saved; MEDIUM, or LOW seen in enough sessions → review
+    (inbox when silent); LOW → inbox."""
     pending = (INBOX_Q, INBOX) if review_mode == "silent" else (REVIEW_Q, REVIEW)
     if candidate.confidence == "high":
         return Route(SAVE, candidate.category, "high confidence: saved now")
+    if candidate.category == "preference" and candidate.confidence == "medium" and sessions_seen >= 2:
+        return Route(SAVE, candidate.category, f"medium confidence, but said in {sessions_seen} sessions: saved now")
     if candidate.confidence == "medium":
         return Route(
             *pending, "medium confidence: " + ("inbox (silent review mode)" if review_mode == "silent" else "review")

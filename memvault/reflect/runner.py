@@ -33,6 +33,7 @@ from memvault.errors import MemvaultError
 from memvault.store import disk
 from memvault.vault.core import Vault
 
+from . import miner
 from .session import Report, TranscriptPass
 from .state import TranscriptState, read_json, state_dir, write_json
 
@@ -40,6 +41,7 @@ __all__ = [
     "CorpusReport",
     "Report",
     "corpus_files",
+    "last_miner",
     "last_run",
     "pending_bytes",
     "project_folder",
@@ -99,26 +101,54 @@ def pending_bytes(vault: Vault, transcript: Path) -> int:
 
 
 def reflect_transcript(
-    vault: Vault, transcript: Path, *, session_id: str | None = None, dry_run: bool = False, final: bool = False
+    vault: Vault,
+    transcript: Path,
+    *,
+    session_id: str | None = None,
+    dry_run: bool = False,
+    final: bool = False,
+    show_prompt: Callable[[list[Any]], None] | None = None,
 ) -> Report:
-    """Reflect what is new in one transcript; see the module docstring."""
+    """Reflect what is new in one transcript; see the module docstring.
+
+    `show_prompt`, when given, gets the windows the Claude miner would send (see `miner.windows`) and
+    nothing is mined or written (a dry run that prints the prompt).
+    """
     started = time.monotonic()
-    miner_name = vault.config.reflection.miner
-    report = Report(str(transcript), session_id, miner_name, dry_run=dry_run)
+    settings = vault.config.reflection
+    dry_run = dry_run or show_prompt is not None
+    report = Report(str(transcript), session_id, settings.miner, dry_run=dry_run)
     if stop_file().exists():
         report.halted = True
         return _done(report, started)
-    if miner_name == "claude" and not final and not dry_run:
-        report.deferred = True  # one headless Claude run per session end, not one per turn
-        return _done(report, started)
+    if settings.miner != "offline" and not final and not dry_run:
+        name, _ = miner.choose(settings, probe=False)
+        if name == "claude":  # one headless Claude run per session end, not one per turn
+            report.deferred, report.miner = True, "claude"
+            report.miner_reason = "the Claude miner runs only on final passes (session end, crash recovery, reflect)"
+            return _done(report, started)
     with disk.try_lock(paths.ensure_private_dir(state_dir(vault)) / "reflect.lock", LOCK_WAIT_S) as held:
         if not held:
             report.busy = True
             return _done(report, started)
-        TranscriptPass(vault, transcript, report, final=final, wait_service=WAIT_SERVICE_S).run()
+        TranscriptPass(
+            vault, transcript, report, final=final, wait_service=WAIT_SERVICE_S, show_prompt=show_prompt
+        ).run()
     if not (dry_run or report.halted):
-        write_json(state_dir(vault) / "last_run.json", {"time": time.time(), "transcript": str(transcript)})
+        write_json(
+            state_dir(vault) / "last_run.json",
+            {"time": time.time(), "transcript": str(transcript), "miner": report.miner,
+             "miner_reason": report.miner_reason},
+        )  # fmt: skip
     return _done(report, started)
+
+
+def last_miner(vault: Vault) -> tuple[str, str] | None:
+    """(miner, why) of the last reflection of this vault on this machine that wrote its record."""
+    data = read_json(state_dir(vault) / "last_run.json")
+    if isinstance(data, dict) and isinstance(data.get("miner"), str):
+        return data["miner"], str(data.get("miner_reason") or "")
+    return None
 
 
 def reflect_corpus(

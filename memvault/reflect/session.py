@@ -1,6 +1,7 @@
 """One reflection pass over one transcript: mine what is new, route each candidate, write it; the pass's Report.
 
-Just over 400 lines: the pass's steps (read, mine, find the nearest note, route, write) read top to bottom.
+Just over 400 lines: the pass's steps (read, mine, find the nearest note, route, write) read top to bottom;
+how alike two texts are in words is `likeness`.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from typing import Any
 from memvault import paths
 from memvault.errors import InvalidNote, MemvaultError, SafetyError
 from memvault.ideas import incubator
-from memvault.index import chunking
 from memvault.index.schema import place
 from memvault.recall import search as recall_mod
 from memvault.store import changelog, disk, notes, privacy, secrets
@@ -24,7 +24,7 @@ from memvault.store.changelog import Record
 from memvault.store.model import INCUBATOR
 from memvault.vault.core import Vault
 
-from . import router
+from . import likeness, router
 from .state import Ledger, TranscriptState
 
 RECALL_BUDGET_MS = 5_000
@@ -40,6 +40,9 @@ class Report:
     transcript: str
     session_id: str | None
     miner: str
+    miner_reason: str = ""  # why this miner ran (auto found claude, it was missing, a call failed, the daily cap …)
+    claude_calls: int = 0
+    cost_usd: float | None = None  # what Claude Code reported the miner's calls cost
     turns: int = 0
     candidates: int = 0
     routes: list[dict[str, Any]] = field(default_factory=list)
@@ -49,7 +52,7 @@ class Report:
     halted: bool = False  # the STOP file was present: nothing (more) was written
     ms: float = 0.0
     busy: bool = False  # another reflection held the lock for reflect.LOCK_WAIT_S: nothing was done
-    deferred: bool = False  # reflection.miner is "claude" and this was not the final pass: left for it
+    deferred: bool = False  # the Claude miner would run and this was not the final pass: left for the final one
     notes: list[str] = field(default_factory=list)  # dropped candidates (secrets), warnings
 
     def as_dict(self) -> dict[str, Any]:
@@ -62,8 +65,13 @@ class TranscriptPass:
     `wait_service`: seconds the first recall of the pass waits for the warm embedding service.
     """
 
-    def __init__(self, vault: Vault, path: Path, report: Report, *, final: bool, wait_service: float) -> None:
+    def __init__(
+        self, vault: Vault, path: Path, report: Report, *, final: bool, wait_service: float, settings: Any = None,
+        show_prompt: Any = None,
+    ) -> None:  # fmt: skip
         self.vault, self.path, self.report, self.final = vault, path, report, final
+        self.settings = settings or vault.config.reflection
+        self.show_prompt = show_prompt  # given: print what the Claude miner would send instead of mining
         self.wait_service = wait_service
         self.state = TranscriptState.load(vault, path)
         self.ledger = Ledger.load(vault)
@@ -79,16 +87,22 @@ class TranscriptPass:
         size = self.path.stat().st_size
         if state.offset > size:  # the file was replaced by a shorter one: start over (routed keys stay)
             state.reset()
-        read = transcript.read(self.path, transcript.Cursor(state.context_offset, state.context_line))
+        read = transcript.read(self.path, transcript.Cursor(state.context_offset, state.context_line), tools=True)
         report.session_id = report.session_id or read.session_id or self.path.stem
         report.skipped_lines = dict(read.skipped)
         turns = [dataclasses.replace(t, text=privacy.strip_private(t.text)) for t in read.turns]
-        new_turns = [t for t in turns if t.line > state.line]
+        new_turns = [t for t in turns if t.line > state.line and t.role not in transcript.TOOL_ROLES]
         report.turns = len(new_turns)
         if not new_turns:
             self._advance(read.cursor, turns)
             return
-        candidates, report.miner = miner.run(turns, miner=self.vault.config.reflection.miner)
+        if self.show_prompt is not None:
+            self.show_prompt(miner.windows(turns, self.vault.config.reflection))
+            return
+        candidates, ran = miner.run(turns, self.settings, project=read.cwd)
+        report.miner, report.miner_reason = ran.miner, ran.reason
+        report.claude_calls, report.cost_usd = ran.calls, ran.cost_usd
+        report.notes += ran.notes
         times = {f"L{t.line}": t.timestamp for t in turns}
         candidates = [_safe_key(c) for c in candidates]
         fresh = _unique(c for c in candidates if c.key not in state.keys)
@@ -117,7 +131,8 @@ class TranscriptPass:
     def _advance(self, cursor: Any, turns: Sequence[Any]) -> None:
         if self.report.dry_run:
             return
-        context_line = turns[-CONTEXT_TURNS].line - 1 if len(turns) >= CONTEXT_TURNS else self.state.context_line
+        spoken = [t for t in turns if t.role in ("user", "assistant")]  # tool turns do not count as context
+        context_line = spoken[-CONTEXT_TURNS].line - 1 if len(spoken) >= CONTEXT_TURNS else self.state.context_line
         self.state.advance(self.path, cursor.offset, cursor.line, context_line)
         self.state.save()
 
@@ -139,6 +154,8 @@ class TranscriptPass:
             report.notes.append(f"{title}: secrets were redacted before writing")
         seen = self.ledger.seen(candidate.key, session, dry=report.dry_run)
         nearest, related = self._nearest(candidate, title, body)
+        if nearest is not None and nearest.key and nearest.key in self.ledger.related(candidate.key):
+            nearest = dataclasses.replace(nearest, key=candidate.key)  # the same pattern, said in other words
         choice = router.route(
             candidate,
             sessions_seen=seen,
@@ -171,7 +188,7 @@ class TranscriptPass:
         if candidate.category == "idea":
             related = self._related(title, body)  # first: it is the recall that may wait for the service
             return self._nearest_idea(candidate, title, body), related
-        query = f"{title}\n\n{body}"
+        query = f"{title}\n\n{likeness.statement(body)}"
         try:
             result = self._recall(query, 5, include_inbox=True)
         except (MemvaultError, OSError) as exc:
@@ -181,8 +198,13 @@ class TranscriptPass:
             return None, []
         hit = result.hits[0]
         keyword_only = result.mode == "keyword" or hit.vec_score == 0.0
-        similarity = term_share(query, self._text(hit.path)) if keyword_only else hit.vec_score
-        return self._describe(hit.path, hit.title, similarity, "keyword" if keyword_only else "cosine"), []
+        text = self._text(hit.path)
+        similarity = likeness.term_share(query, text) if keyword_only else hit.vec_score
+        nearest = self._describe(hit.path, hit.title, similarity, "keyword" if keyword_only else "cosine")
+        duplicate_at, _ = self.thresholds.band(nearest)
+        if similarity >= duplicate_at and likeness.changes_its_mind(query, text):  # close in words, not in meaning
+            nearest = dataclasses.replace(nearest, similarity=round(duplicate_at - 0.01, 2))
+        return nearest, []
 
     def _nearest_idea(self, candidate: Any, title: str, body: str) -> router.Nearest | None:
         """The closest incubator note: same key or folder name, else by meaning (incubating notes are not recalled)."""
@@ -429,13 +451,4 @@ def _similarities(query: str, texts: list[str]) -> tuple[list[float], str]:
     if reply is not None:
         vectors = [array("f", blob) for blob in reply.vectors]  # L2-normalised float32
         return [sum(a * b for a, b in zip(vectors[0], v, strict=True)) for v in vectors[1:]], "cosine"
-    return [term_share(query, text) for text in texts], "keyword"
-
-
-def term_share(query: str, text: str) -> float:
-    """The share of the query's search terms that occur in `text` (keyword-only duplicate measure)."""
-    wanted = set(chunking.query_terms(query, limit=400))
-    if not wanted:
-        return 0.0
-    have = set(chunking.query_terms(text, limit=100_000))
-    return len(wanted & have) / len(wanted)
+    return [likeness.term_share(query, text) for text in texts], "keyword"

@@ -14,6 +14,8 @@ from memvault import paths
 from memvault.store import disk
 from memvault.vault.core import Vault
 
+from .mine.text import similar_keys
+
 LEDGER_SESSIONS = 20  # sessions remembered per candidate key
 KEYS_KEPT = 2_000  # routed keys remembered per transcript
 
@@ -73,14 +75,22 @@ class Ledger:
         return cls(file, data if isinstance(data, dict) else {})
 
     def seen(self, key: str, session: str, *, dry: bool) -> int:
-        """Record that `session` produced `key`; return in how many distinct sessions it has been seen."""
+        """Record that `session` produced `key`; return in how many distinct sessions it, or the same pattern
+        in other words (`similar_keys`), has been seen."""
         row = self.data.get(key) or {"sessions": []}
         sessions = [s for s in row.get("sessions", []) if isinstance(s, str)]
         if session not in sessions:
             sessions = [*sessions, session]
         if not dry:
             self.data[key] = {**row, "sessions": sessions[-LEDGER_SESSIONS:], "last": time.time()}
-        return len(sessions)
+        alike = set(sessions)
+        for other in self.related(key):
+            alike.update(s for s in self.data[other].get("sessions", []) if isinstance(s, str))
+        return len(alike)
+
+    def related(self, key: str) -> list[str]:
+        """The other keys in the ledger that name the same pattern as `key` in other words."""
+        return [k for k in self.data if k != key and isinstance(self.data[k], dict) and similar_keys(k, key)]
 
     def wrote(self, key: str, path: str) -> None:
         self.data.setdefault(key, {"sessions": []})["path"] = path

@@ -3,8 +3,12 @@
 Stdlib only; knows nothing about vaults. Every line read is either turned into (part of) a turn or
 counted in `Transcript.skipped` under a reason, so a caller can account for the whole file. What the
 vault injected (`<memoryvault-…>` fences), hook context (attachment lines, `<system-reminder>`
-spans), tool results, meta lines and slash-command wrappers never reach a turn, so reflection does
-not re-ingest its own output or tool noise.
+spans), tool results, meta lines and slash-command wrappers never reach a user or assistant turn, so
+reflection does not re-ingest its own output or tool noise. With `tools=True` the agent's tool calls
+and their successful results are kept too, as short `tool_call` and `tool_ok` turns naming the call
+("Bash: pytest -q", "Edit src/app.py"): what a fix episode needs to see the change and its check.
+
+Just over 400 lines: one reader, one function per kind of line, read top to bottom.
 """
 
 from __future__ import annotations
@@ -42,14 +46,21 @@ _REJECTED = "The user doesn't want to proceed with this tool use"
 _SIBLING = "Sibling tool call errored"
 
 
+TOOL_OK_CHARS = 300  # a successful tool result is kept this short (tools=True): enough to check it
+TOOL_CALL_CHARS = 200  # a tool call's description (tools=True)
+TOOL_ROLES = ("tool_call", "tool_ok", "tool_error")
+
+
 @dataclass(frozen=True)
 class Turn:
-    role: str  # "user" | "assistant" | "tool_error" | "summary" (compaction summary: context, never the user's words)
+    role: str  # "user" | "assistant" | "tool_error" | "summary" (compaction summary: context, never the user's
+    # words) | with tools=True also "tool_call" (text = the call described) and "tool_ok" (a successful result)
     text: str  # cleaned: reminders, hook context and memoryvault fences removed
     line: int  # 1-based line in the file where the turn starts; evidence refs are f"L{line}"
     uuid: str | None
     timestamp: str | None
     sidechain: bool  # isSidechain line, or a file under subagents/
+    tool: str | None = None  # tool_call / tool_ok / tool_error: the call described ("Bash: pytest -q"), when known
 
 
 @dataclass(frozen=True)
@@ -81,6 +92,7 @@ class _Acc:
     uuid: str | None
     timestamp: str | None
     sidechain: bool
+    tool: str | None = None
 
 
 @dataclass
@@ -91,13 +103,17 @@ class _State:
     parsed: int = 0
     session_id: str | None = None
     cwd: str | None = None
+    tools: bool = False  # keep tool calls and successful results as turns
+    calls: dict[str, str] = field(default_factory=dict)  # tool_use id -> the call described
 
     def skip(self, reason: str) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
 
 
-def read(path: Path, cursor: Cursor = Cursor()) -> Transcript:
+def read(path: Path, cursor: Cursor = Cursor(), *, tools: bool = False) -> Transcript:
     """Read `path` from `cursor` on; return the new turns and the cursor for the next read.
+
+    `tools=True` also keeps tool calls and successful tool results as short turns (see the module docstring).
 
     A last line without a newline is consumed only when it is a whole JSON object (a line cut off
     mid-write never is); otherwise it stays for the next read and its size is in `pending`.
@@ -121,7 +137,7 @@ def read(path: Path, cursor: Cursor = Cursor()) -> Transcript:
         consumed, pending = len(data), 0
     elif not tail.strip():
         consumed, pending = len(data), 0  # trailing spaces: nothing to wait for
-    state = _State()
+    state = _State(tools=tools)
     sidechain_file = "subagents" in path.parts or path.name.startswith("agent-")
     for i, raw in enumerate(raw_lines):
         _line(state, raw, cursor.line + i + 1, sidechain_file)
@@ -210,7 +226,10 @@ def _user(state: _State, obj: dict, message: Any, lineno: int, side: bool) -> st
         if block.get("type") == "text" and isinstance(block.get("text"), str):
             texts.append(block["text"])
         elif block.get("type") == "tool_result":
-            why = _tool_error(state, block, obj, lineno, side) if block.get("is_error") else "tool_result"
+            if block.get("is_error"):
+                why = _tool_error(state, block, obj, lineno, side)
+            else:
+                why = _tool_ok(state, block, obj, lineno, side) if state.tools else "tool_result"
             if why:
                 reasons.append(why)
             else:
@@ -251,8 +270,35 @@ def _tool_error(state: _State, block: dict, obj: dict, lineno: int, side: bool) 
     if text.startswith(_SIBLING):
         return "tool_sibling_error"
     text = error_excerpt(text, TOOL_ERROR_CHARS)
-    state.acc.append(_Acc("tool_error", [text], lineno, _str(obj, "uuid"), _str(obj, "timestamp"), side))
+    call = state.calls.get(str(block.get("tool_use_id")))
+    state.acc.append(_Acc("tool_error", [text], lineno, _str(obj, "uuid"), _str(obj, "timestamp"), side, call))
     return ""
+
+
+def _tool_ok(state: _State, block: dict, obj: dict, lineno: int, side: bool) -> str:
+    """Add a short tool_ok turn (tools=True); return "" when added, else the reason it was not."""
+    text = clean(_joined_text(block.get("content")))
+    call = state.calls.get(str(block.get("tool_use_id")))
+    if not text and call is None:
+        return "tool_result"
+    text = text[:TOOL_OK_CHARS].rstrip() + ("…" if len(text) > TOOL_OK_CHARS else "")
+    state.acc.append(_Acc("tool_ok", [text or "(no output)"], lineno, _str(obj, "uuid"), _str(obj, "timestamp"),
+                          side, call))  # fmt: skip
+    return ""
+
+
+def describe_call(name: str, args: Any) -> str:
+    """A tool call in one short line: "Bash: <command>", "Edit <file>", else the name and its first text argument."""
+    args = args if isinstance(args, dict) else {}
+    if isinstance(args.get("command"), str):
+        detail = ": " + " ".join(args["command"].split())
+    elif isinstance(args.get("file_path") or args.get("notebook_path"), str):
+        detail = " " + str(args.get("file_path") or args.get("notebook_path"))
+    else:
+        first = next((v for v in args.values() if isinstance(v, str) and v.strip()), "")
+        detail = f": {' '.join(first.split())}" if first else ""
+    text = f"{name}{detail}"
+    return text if len(text) <= TOOL_CALL_CHARS else text[: TOOL_CALL_CHARS - 1] + "…"
 
 
 _ERRORISH = re.compile(
@@ -290,7 +336,7 @@ def _assistant(state: _State, obj: dict, message: Any, lineno: int, side: bool) 
         return "synthetic"
     content = message.get("content")
     blocks: Iterable[Any] = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
-    texts, kinds = [], []
+    texts, kinds, calls = [], [], []
     for block in blocks if isinstance(blocks, list) else []:
         if isinstance(block, dict):
             kinds.append(str(block.get("type")))
@@ -298,21 +344,29 @@ def _assistant(state: _State, obj: dict, message: Any, lineno: int, side: bool) 
                 cleaned = clean(block["text"])
                 if cleaned:
                     texts.append(cleaned)
-    if not texts:
-        if "tool_use" in kinds:
-            return "tool_use"
-        if "thinking" in kinds or "redacted_thinking" in kinds:
-            return "thinking"
-        return "empty"
-    mid = message.get("id")
-    if isinstance(mid, str) and mid in state.by_message:
-        state.by_message[mid].parts.extend(texts)
+            elif block.get("type") == "tool_use" and isinstance(block.get("name"), str):
+                call = describe_call(block["name"], block.get("input"))
+                state.calls[str(block.get("id"))] = call
+                calls.append(call)
+    if texts:
+        mid = message.get("id")
+        if isinstance(mid, str) and mid in state.by_message:
+            state.by_message[mid].parts.extend(texts)
+        else:
+            acc = _Acc("assistant", texts, lineno, _str(obj, "uuid"), _str(obj, "timestamp"), side)
+            state.acc.append(acc)
+            if isinstance(mid, str):
+                state.by_message[mid] = acc
+    if state.tools:
+        for call in calls:
+            state.acc.append(_Acc("tool_call", [call], lineno, _str(obj, "uuid"), _str(obj, "timestamp"), side, call))
+    if texts or (state.tools and calls):
         return None
-    acc = _Acc("assistant", texts, lineno, _str(obj, "uuid"), _str(obj, "timestamp"), side)
-    state.acc.append(acc)
-    if isinstance(mid, str):
-        state.by_message[mid] = acc
-    return None
+    if "tool_use" in kinds:
+        return "tool_use"
+    if "thinking" in kinds or "redacted_thinking" in kinds:
+        return "thinking"
+    return "empty"
 
 
 def _add(state: _State, role: str, text: str, obj: dict, lineno: int, side: bool) -> str | None:
@@ -355,4 +409,4 @@ def _str(obj: dict, key: str) -> str | None:
 
 
 def _freeze(acc: _Acc) -> Turn:
-    return Turn(acc.role, "\n\n".join(acc.parts).strip(), acc.line, acc.uuid, acc.timestamp, acc.sidechain)
+    return Turn(acc.role, "\n\n".join(acc.parts).strip(), acc.line, acc.uuid, acc.timestamp, acc.sidechain, acc.tool)

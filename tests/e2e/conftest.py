@@ -1,4 +1,15 @@
-"""End-to-end tests with real clients: every test here is marked `e2e`; the Claude Code fixtures are session-wide."""
+"""End-to-end tests with real clients: every test here is marked `e2e`; fixtures for the real Claude Code client.
+
+- `claude_code`, `memvault_user`, `vault_template`, `scenario`, `session_id`: the client from npm, one
+  throwaway HOME with memvault installed by `./install.sh` for the whole run, and per test a copy of an
+  indexed vault, a project folder and an Anthropic stub (`tests/e2e/claude.py`).
+- `claude_bin`, `stub`, `claude_home`: the pinned client (`claude_client.install`), a fresh `StubServer` per
+  test logging every request body to `<tmp>/requests.jsonl`, and a throwaway HOME with the process
+  environment pointed at the stub, so any `claude` started by the test or by memvault in the test process
+  talks to the stub only.
+
+Every Claude Code test skips when npm or its registry cannot be reached, reported in one summary line.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +21,9 @@ import pytest
 
 from tests.e2e.claude import Client, Scenario, Unavailable, User, indexed_vault, install_client
 from tests.e2e.stubs.anthropic import AnthropicStub
+
+from . import claude_client
+from .stub import StubServer
 
 HERE = Path(__file__).resolve().parent
 TIMINGS = pytest.StashKey[list[str]]()  # lines for the run's summary: hook timings as the client reported them
@@ -29,7 +43,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     reason = report.longrepr[2] if report.skipped and isinstance(report.longrepr, tuple) else ""
     if reason.startswith(f"Skipped: {NO_CLIENT}") or reason.startswith(NO_CLIENT):
         source = Path(__file__).read_text(encoding="utf-8").splitlines()
-        line = next(n for n, text in enumerate(source, 1) if text.startswith("def claude_client"))
+        line = next(n for n, text in enumerate(source, 1) if text.startswith("def claude_code"))
         report.longrepr = (str(Path(__file__)), line, reason)
     return report
 
@@ -43,7 +57,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
 
 
 @pytest.fixture(scope="session")
-def claude_client() -> Client:
+def claude_code() -> Client:
     """The pinned Claude Code from npm (cached between runs); every Claude Code test skips, in one line, without npm."""
     try:
         return install_client()
@@ -52,14 +66,14 @@ def claude_client() -> Client:
 
 
 @pytest.fixture(scope="session")
-def memvault_user(claude_client: Client, tmp_path_factory: pytest.TempPathFactory) -> Iterator[User]:
+def memvault_user(claude_code: Client, tmp_path_factory: pytest.TempPathFactory) -> Iterator[User]:
     """One throwaway HOME for the whole run, with memvault installed by `./install.sh` as a user would.
 
     The vault given to install.sh is the user's; each test points the hooks at its own copy with
     MEMVAULT_VAULT. The warm embedding service is started once here, so the prompt hooks find it loaded.
     """
     root = tmp_path_factory.mktemp("claude-user")
-    user = User(root, claude_client)
+    user = User(root, claude_code)
     (root / "Obsidian").mkdir()
     installed = user.install_memvault("--vault", str(root / "Obsidian"), "--no-demo")
     assert installed.returncode == 0, f"install.sh failed:\n{installed.stdout[-3000:]}\n{installed.stderr[-3000:]}"
@@ -86,3 +100,26 @@ def scenario(memvault_user: User, vault_template: tuple[Path, Path], tmp_path: P
 def session_id() -> str:
     """A fresh Claude Code session id (`claude --session-id`), so a test finds its own hook log lines."""
     return str(uuid.uuid4())
+
+
+@pytest.fixture(scope="session")
+def claude_bin() -> Path:
+    try:
+        return claude_client.install()
+    except claude_client.Unavailable as exc:
+        pytest.skip(f"{NO_CLIENT} {exc}")
+
+
+@pytest.fixture
+def stub(tmp_path: Path) -> Iterator[StubServer]:
+    with StubServer(log_path=tmp_path / "requests.jsonl") as server:
+        yield server
+
+
+@pytest.fixture
+def claude_home(tmp_path: Path, stub: StubServer, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "claude-home"
+    for name, value in claude_client.offline_env(home, stub.url).items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)  # the client's own folder is HOME/.claude here
+    return home

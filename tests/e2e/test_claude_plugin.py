@@ -37,9 +37,9 @@ def clone(dest: Path) -> Path:
 
 
 def test_the_plugin_installs_its_dependencies_in_the_background_then_recalls(
-    claude_client: Client, tmp_path: Path
+    claude_code: Client, tmp_path: Path
 ) -> None:
-    user = User(tmp_path / "plugin-user", claude_client)
+    user = User(tmp_path / "plugin-user", claude_code)
     project = tmp_path / "project"
     project.mkdir()
     user.seed_claude_json(project)

@@ -1,33 +1,48 @@
-"""Fixes: error → explanation → success episodes in a transcript (offline miner, pass 1)."""
+"""Fixes: one episode each, an error, the change that fixed it and its confirmation (offline miner, pass 1).
+
+A fix is kept only when all three come from the same episode, otherwise nothing:
+- the error: a failed tool call (not the tool's own mechanics: a file too large to read, an edit
+  string not found, a rejected call), or a problem the user reports;
+- the change: after the error, the agent edits or writes a file, runs a command that changes
+  something (installs, moves, configures), or runs the failing command again in a different way;
+- the confirmation: the failing command (the same program and subcommand) runs again and succeeds
+  without that error, or the user says it worked. A re-run that gets past the error but fails
+  otherwise is weaker evidence (low); a clean success or the user's word is medium.
+The episode ends unconfirmed when the user turns to something else, or after EPISODE_CALLS tool
+calls. What the agent said between the error and the confirmation explains the fix; nothing said
+elsewhere in the session is borrowed.
+"""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from memvault.reflect.transcript import Turn
 
-from .text import WORD, Candidate, clip, make_key, make_title, prose, sentences, turn_ref, without_secrets
+from .text import Candidate, clip, make_key, make_title, prose, sentences, turn_ref, without_secrets
 
-EXPLAIN_WINDOW = 3  # assistant turns after an error in which its explanation is looked for
-FIX_WINDOW = 12  # assistant turns after an error in which its success is looked for
+EPISODE_CALLS = 40  # tool calls after an error within which its fix must be confirmed
 
 _TOOL_MECHANICS = re.compile(  # Claude Code's own tool errors: how the agent used a tool, not project knowledge
     r"exceeds maximum allowed tokens|String to replace not found|File has not been read yet|File does not exist"
     r"|File has been modified since read|EISDIR|Found \d+ matches of the string|has not been read|No such tool"
-    r"|InputValidationError|Sibling tool call errored|The user doesn't want to proceed|was rejected",
+    r"|InputValidationError|Sibling tool call errored|The user doesn't want to proceed|was rejected"
+    r"|Request interrupted|Permission to use|requires approval|is not allowed|Claude requested permissions"
+    r"|has no upstream branch|nothing to commit",  # routine git states whose remedy the message itself names
     re.IGNORECASE,
 )
 _USER_PROBLEM = re.compile(
     r"\b(?:error|exception|traceback|fails|failing|failed|broken|crash(?:es|ed|ing)?|doesn't work|does not work"
     r"|not working|won't (?:start|build|compile|run)|doesn't (?:start|build|compile|run))\b"
 )
-_AGENT_PROBLEM = re.compile(
-    r"^(?:i see\W+)?(?:the|what the) (?:real |root )?(?:issue|problem|bug|cause) (?:is|was|here is)\b"
-    r"|^i see the (?:issue|problem)\b|^(?:this|that|it) (?:fails|failed|breaks|broke) because\b"
-    r"|^the (?:test|tests|build|compile|compilation) (?:fails|failed)\b|\bthat's the (?:bug|issue|problem)\b"
+_USER_CONFIRMS = re.compile(
+    r"^(?:(?:ok(?:ay)?|yes|yep|great|nice|cool|perfect|awesome|excellent|brilliant|thanks|thank you)\b[\s,!.]*)*"
+    r"(?:(?:that|it|this) (?:worked|works|fixed it|did it|did the trick)|works (?:now|great|perfectly)|fixed\b"
+    r"|it's fixed|all good|(?:perfect|great|thanks|thank you)[\s,!.]*$)"
 )
+_NOT_CONFIRMED = re.compile(r"\b(?:but|still|not|doesn't|didn't|isn't|no longer|again|except|however)\b|\?")
 _NARRATION = re.compile(
     r"^(?:now |first,? |ok,? |good[.!]? )?(?:let me|let's|i'll|i will|i am going to|i'm going to)\s+"
     r"(?:\w+ )?(?:check|look|read|search|find|see|verify|run|try|fetch|explore|examine|inspect|understand|wait"
@@ -36,47 +51,79 @@ _NARRATION = re.compile(
 _EXPLANATION = re.compile(
     r"\b(?:the (?:real |root )?(?:issue|problem|error|cause|fix|bug|solution) (?:is|was)|(?:is|was|were) caused by"
     r"|because\b|the reason|needs? to be|has to be|must be|should be|instead\b|doesn't exist|does not exist|don't exist"
-    r"|\bneed(?:s|ed)? (?:the |a |an )?`?[\w./:-]+`? "
-    r"(?:dependency|package|config\w*|setting|flag|option|module|plugin)\b"
-    r"|\b(?:tests?|it|this|they|that) needs?\b"
+    r"|\bneed(?:s|ed)? (?:the |a |an )?`?[\w./:-]+`? (?:dependency|package|config\w*|setting|flag|option|module"
+    r"|plugin)\b|\b(?:tests?|it|this|they|that) needs?\b"
     r"|isn't|wasn't|aren't|can't|cannot|expects?\b|requires?\b|is missing|was missing|are missing|fixed by|turns out"
     r"|the way to|the correct (?:way|format|api|syntax)|not (?:wrapped|a map|a struct|supported|available|tracked)"
-    r"|gitignored|force-added|relative\b|returns?\b|false positive)"
+    r"|gitignored|force-added|relative\b|returns?\b|resolves? to\b)"
 )
-_REMEDY = re.compile(r"\b(?:run|use|try) .{1,60}? to fix\b|\bdid you mean\b", re.IGNORECASE)
-_SUCCESS = re.compile(
+_SUCCESS_WORDS = re.compile(
     r"\b(?:all (?:\d+ )?(?:\w+ )?(?:tests|checks) pass|tests? pass(?:es|ed)?|now passes|now works|works now|it works"
-    r"|(?:build|compile|compilation|command|push|commit) succeed(?:s|ed)|succeeds\b|clean compile|compiles cleanly"
-    r"|compiles now|all green|all clean|no (?:more )?(?:errors|issues|warnings|failures)"
-    r"|zero (?:\w+ )?(?:issues|errors|warnings)|\w+ passes|is now fixed|now fixed|is resolved)"
+    r"|(?:build|compile|compilation|command|push|commit) succeed(?:s|ed)|succeeds\b|succeeded\b|compiles cleanly"
+    r"|all green|no (?:more )?(?:errors|failures)|is now fixed|now fixed|is resolved)"
 )
-_USER_SUCCESS = re.compile(r"\b(?:that worked|it works|works now|fixed it|that fixed|perfect|great|thanks|thank you)\b")
-_FAILURE_WORDS = re.compile(r"\b(?:still|again|fail|fails|failed|failing|error|errors|not)\b")
-_NOISE_LINE = re.compile(r"^(?:exit code \d+|error:?|\[stderr\]|\W*)$", re.IGNORECASE)
+_FAILED_OUTPUT = re.compile(  # "0 failures", "no errors" are successes
+    r"(?<!\b0 )(?<!\bno )\b(?:error|errors|failed|failure|failures|fatal|traceback|exception|not found|cannot"
+    r"|could not)\b",
+    re.I,
+)
+_NOISE_LINE = re.compile(r"^(?:exit code \d+|error:?|\[stderr\]|…|\W*)$", re.IGNORECASE)
 _ERROR_LINE = re.compile(
     r"error|fatal|failed|failure|exception|not found|cannot|can't|could not|unable|denied|undefined|invalid|refused"
     r"|no such|missing|unknown|conflict|timed? ?out|ignored",
     re.IGNORECASE,
 )
-_PATH = re.compile(r"(?:[A-Za-z]:)?(?:[\w.~-]*/)+([\w.-]+)")
+_BANNER = re.compile(r"^[=_\-*#~]{3,}.*[=_\-*#~]{3,}$|^[=_\-*#~]{5,}$")  # "===== ERRORS ====="
+_RAISED = re.compile(r"\b[A-Z]\w*(?:Error|Exception)\b:")
+_PATH = re.compile(r"(?:[A-Za-z]:)?(?:[\w.~-]*[/\\])+([\w.-]+)")
 _NUMBER = re.compile(r"\b\d[\d_.:]*\b")
-_PROBLEM_LEAD = re.compile(
-    r"^(?:i see (?:the|what the) (?:issue|problem)\W+|(?:i see\W+)?(?:the|what the) (?:real |root )?(?:issue|problem) "
-    r"(?:is|was)(?: that)?\W*|that's the (?:bug|issue|problem)\W+)",
-    re.IGNORECASE,
+_EDIT_TOOLS = ("Edit", "MultiEdit", "Write", "NotebookEdit")
+_REMEDY = re.compile(r"\b(?:run|use|try|add) .{1,60}? to fix\b|\bdid you mean\b", re.IGNORECASE)
+_ASSERTION = re.compile(r"\bassert(?:ion)?\b|AssertionError", re.IGNORECASE)
+_GENERIC = frozenset(  # words of error messages that say nothing about which error it is
+    ["error", "errors", "failed", "failure", "found", "could", "cannot", "unable", "exit", "code", "line", "file",
+     "files", "command", "expected", "invalid", "missing", "unknown", "denied", "fatal", "exception", "with", "this",
+     "that", "from", "have", "does", "were", "there", "your", "when", "test", "tests", "value", "type", "none"]
+)  # fmt: skip
+_TEST_FILE = re.compile(r"(?:^|[/\\])(?:tests?|spec|__tests__)[/\\]|(?:^|[/\\_.-])(?:test|spec)[_.][\w.]+$|_test\.\w+$")
+_WRAPPERS = re.compile(
+    r"^(?:(?:cd\s+\S+|source\s+\S+|\.\s+\S+|export\s+\S+|set\s+-\w+)\s*(?:&&|;)\s*)+"
+    r"|^(?:sudo|timeout\s+\d+\w?|env|time|nice|uv run|poetry run|npx|bunx|python3? -m)\s+"
+    r"|^(?:\w+=\S*\s+)+"
 )
+_READ_ONLY = re.compile(  # commands that only look: running one differently is exploring, not fixing
+    r"^(?:ls|dir|cat|head|tail|less|grep|rg|find|fd|which|where|echo|pwd|wc|stat|file|tree|type|env|printenv|ps|id"
+    r"|whoami|uname|df|du|get-\S+|test-\S+|select-\S+|measure-\S+|format-\S+"
+    r"|git (?:status|log|show|diff|ls-files|rev-parse|blame)"
+    r"|git (?:remote|branch|stash list|config --get)(?:\s+-\w+)*\s*$"
+    r"|\S+ --version|\S+ --help)\b"
+)
+_SUBCOMMAND_PROGRAMS = frozenset(
+    ["git", "npm", "pnpm", "yarn", "bun", "uv", "pip", "pip3", "poetry", "cargo", "go", "mix", "dotnet", "docker",
+     "kubectl", "make", "gh", "brew", "apt", "apt-get", "dnf", "sc_auth", "security", "systemctl", "launchctl", "juju",
+     "snap", "bd"]
+)  # fmt: skip
 
 
 def _error_line(text: str) -> str:
-    """The most telling line of an error output, without exit codes, decorations or long paths."""
+    """The most telling line of an error output, without exit codes, banners, decorations or long paths.
+
+    A raised exception ("ModuleNotFoundError: …") is preferred to the first line that merely says "error".
+    """
     lines = [ln.strip() for ln in prose(text.replace("\\n", "\n")).splitlines() if ln.strip()]
-    useful = [ln for ln in lines if not _NOISE_LINE.match(ln)] or lines or [text.strip()]
-    at = next((i for i, ln in enumerate(useful) if _ERROR_LINE.search(ln)), 0)
+    useful = [ln for ln in lines if not _NOISE_LINE.match(ln) and not _BANNER.match(ln)]
+    if not useful:
+        return ""
+    at = next((i for i, ln in enumerate(useful) if _RAISED.search(ln)), None)
+    if at is None:
+        at = next((i for i, ln in enumerate(useful) if _ERROR_LINE.search(ln)), 0)
     best = useful[at]
     if best.endswith(":") and at + 1 < len(useful):  # "Pre-commit validation failed:" says little alone
         best = f"{best} {useful[at + 1]}"
+    best = re.sub(r"^E\s+", "", best)  # pytest's "E   " margin
     best = re.sub(r"^[^\w\"'`(\[]+", "", best)  # "✘ [ERROR] …" → "[ERROR] …" → below
     best = re.sub(r"^\[?(?:error|fatal|err)\]?:?\s*", "", best, flags=re.IGNORECASE)
+    best = re.sub(r"^\*\*\s*", "", best)
     return clip(best, 200)
 
 
@@ -93,148 +140,227 @@ def _fix_key(problem: str) -> str:
     return make_key("fix", _error_signature(problem), numbers=False)
 
 
+def command_of(call: str | None) -> str:
+    """The program and subcommand a tool call ran ("git add", "mix test", "pytest"); the tool name otherwise."""
+    if not call:
+        return ""
+    name, _, rest = call.partition(": ")
+    if name != "Bash":
+        return name.split(" ", 1)[0]
+    rest = re.sub(r"^powershell(?:\.exe)?\s+(?:-\w+\s+)*\"?", "", rest.strip())
+    rest = re.sub(r"^cd\s+'[^']*'\s*;\s*", "", rest)
+    for _ in range(3):
+        rest = _WRAPPERS.sub("", rest).strip()
+    words = [w for w in re.split(r"\s+", rest) if w and not w.startswith("-")]
+    if not words:
+        return ""
+    program = words[0].rsplit("/", 1)[-1].rsplit("\\", 1)[-1].lower()
+    program = re.sub(r"\.exe$", "", program)
+    if program in _SUBCOMMAND_PROGRAMS and len(words) > 1 and re.fullmatch(r"[\w.:-]+", words[1]):
+        return f"{program} {words[1].lower()}"
+    return program
+
+
+def _changes(turn: Turn, failing: str) -> bool:
+    """Whether a tool call changes something: an edit, or another command that does more than look."""
+    call = turn.tool or turn.text
+    name = call.split(":", 1)[0].split(" ", 1)[0]
+    if name in _EDIT_TOOLS:
+        return True
+    if name != "Bash":
+        return False
+    command = command_of(call)
+    if command == failing:
+        return False  # the same command again is the check, not the change (see _rerun_differs)
+    return bool(command) and not _READ_ONLY.match(_unwrapped(call))
+
+
+def _unwrapped(call: str | None) -> str:
+    """A Bash call's command line without `cd …&&`, env assignments, sudo and the like, lower case."""
+    rest = (call or "").partition(": ")[2].strip().lower()
+    for _ in range(3):
+        rest = _WRAPPERS.sub("", rest).strip()
+    return rest
+
+
 def _explanation(turn: Turn) -> list[str]:
     """The sentences of an assistant turn that say why something failed or what the fix is."""
     picked = []
     for s in sentences(turn.text):
         low = s.lower()
-        if len(s) <= 400 and not _NARRATION.match(low) and (_EXPLANATION.search(low) or _AGENT_PROBLEM.search(low)):
+        if len(s) <= 400 and not _NARRATION.match(low) and not low.endswith(":") and _EXPLANATION.search(low):
             picked.append(s)
     return picked[:3]
 
 
+def _explained(episode: _Episode) -> bool:
+    """The episode says why: the error names its own remedy, or the agent explains it in words of the error.
+
+    A problem the user reported ("it crashed") may share no word with the explanation; any explanation counts.
+    """
+    if not episode.said:
+        return False
+    if not episode.command or episode.said[0][0] is episode.start:
+        return True
+    problem = episode.problem.lower()
+    named = {w for w in re.findall(r"[a-z][a-z0-9_]{3,}", problem) if w not in _GENERIC}
+    named |= {w.strip(".") for w in re.findall(r"[\w-]+(?:[./][\w-]+)+", problem)}  # js/app.js, relation.app
+    said = " ".join(s for _, ss in episode.said for s in ss).lower()
+    return any(w in said for w in named)
+
+
+def _test_adjusted(episode: _Episode) -> bool:
+    """A failing assertion made to pass by editing only tests: the test changed, nothing was fixed."""
+    edited = [(t.tool or "").split(" ", 1)[-1] for t in episode.changes if (t.tool or "").startswith(_EDIT_TOOLS)]
+    return bool(_ASSERTION.search(episode.problem)) and bool(edited) and all(_TEST_FILE.search(p) for p in edited)
+
+
 @dataclass
 class _Episode:
-    """A problem being worked on: the errors seen, the explanations given, until success or the agent moves on."""
+    """An error being worked on: the changes made and what was said since, until it is confirmed fixed."""
 
     start: Turn
     problem: str
-    rule: str
-    signatures: set[str]
-    explained: list[tuple[Turn, list[str]]]
-    since: int = 0  # assistant turns since the last error or problem statement
-    moved_on: int = 0  # assistant turns after the last explanation
+    command: str  # "" for a problem the user reported
+    failing_call: str
+    changes: list[Turn] = field(default_factory=list)
+    said: list[tuple[Turn, list[str]]] = field(default_factory=list)
+    calls: int = 0
+    key: str = ""  # the fix key of its error (computed once: it runs the secret scanner)
+    probe: str = ""  # its error as found again in a later output
 
 
 def fixes(turns: Sequence[Turn]) -> list[Candidate]:
-    """Error → explanation → success episodes, one per distinct error (repeats of the same error extend it)."""
+    """Error → change → confirmation episodes of the main conversation (and of each subagent file's own)."""
     out: list[Candidate] = []
-    episode: _Episode | None = None
+    keys: set[str] = set()
+    open_: list[_Episode] = []
 
-    def close(success: tuple[Turn, str] | None, *, progressed: bool = False) -> None:
-        nonlocal episode
-        if episode is not None and episode.explained and (success or progressed or episode.moved_on >= 2):
-            out.append(_fix(episode, success))
-        episode = None
+    def confirm(episode: _Episode, by: Turn, outcome: str, confidence: str) -> None:
+        key = episode.key
+        if key not in keys and _explained(episode) and not _test_adjusted(episode):
+            keys.add(key)
+            out.append(_fix(episode, by, outcome, confidence, key))
 
     for turn in turns:
         if turn.role == "summary":
-            close(None)
-            continue
-        if episode is not None and turn.sidechain != episode.start.sidechain:
-            continue
-        problem = _problem(turn)
-        if episode is None:
-            if problem is not None:
-                episode = _new_episode(turn, *problem)
-            continue
-        if turn.role == "user":
-            text = turn.text.lower()
-            confirmed = _USER_SUCCESS.search(text) and not _FAILURE_WORDS.search(text)
-            close((turn, clip(turn.text, 200)) if confirmed else None)
-            if problem is not None:
-                episode = _new_episode(turn, *problem)
+            open_ = []
             continue
         if turn.role == "tool_error":
-            if problem is None:  # tool mechanics: not part of the story
-                continue
-            if _fix_key(problem[0]) in episode.signatures:
-                episode.since = episode.moved_on = 0  # the same error again: still the same problem
-                continue
-            close(None, progressed=True)  # a different error: the first one got past
-            episode = _new_episode(turn, *problem)
+            started = _start(turn)
+            same = [e for e in open_ if started and e.key == started.key]
+            for e in same:  # the same error again: what was changed so far did not fix it
+                e.changes, e.calls = [], 0
+            command = command_of(turn.tool)
+            for e in open_:  # the same command now fails otherwise: the change got past this error
+                if e not in same and e.command and e.command == command and e.changes and _problem_gone(e, turn.text):
+                    confirm(e, turn, f"`{clip(_shown(turn.tool or ''), 120)}` then got past this error", "low")
+                    e.calls = EPISODE_CALLS + 1
+            open_ = [e for e in open_ if e.calls <= EPISODE_CALLS]
+            if started and not same and started.key not in keys:
+                open_.append(started)
             continue
-        episode.since += 1
-        if problem is not None and episode.since > EXPLAIN_WINDOW:
-            close(None)  # the agent names a new problem long after the last one
-            episode = _new_episode(turn, *problem)
+        if turn.role == "user":
+            confirmed = _user_confirms(turn)
+            for e in open_:
+                if confirmed and e.changes:
+                    confirm(e, turn, clip(turn.text, 200), "medium")
+            open_ = []
+            problem = _reported(turn)
+            if problem is not None:
+                open_.append(problem)
             continue
-        picked = problem[2] if problem is not None else _explanation(turn)
-        if problem is not None:
-            episode.since = 0
-        if picked and episode.since <= EXPLAIN_WINDOW:
-            episode.explained.append((turn, picked))
-            episode.moved_on = 0
-        elif episode.explained:
-            episode.moved_on += 1
-        hit = _success(turn)
-        if hit is not None and episode.explained:
-            close((turn, hit))
-        elif episode.since > FIX_WINDOW:
-            close(None)
-    close(None)
+        for e in open_:
+            if e.start.sidechain != turn.sidechain:
+                continue
+            if turn.role == "assistant":
+                picked = _explanation(turn)
+                if picked:
+                    e.said.append((turn, picked))
+            elif turn.role == "tool_call":
+                e.calls += 1
+                if _changes(turn, e.command) or (e.command and _rerun_differs(turn, e)):
+                    e.changes.append(turn)
+            elif turn.role == "tool_ok" and e.command and command_of(turn.tool) == e.command:
+                if e.changes and _FAILED_OUTPUT.search(turn.text) is None and _problem_gone(e, turn.text):
+                    confirm(e, turn, f"`{clip(_shown(turn.tool or ''), 120)}` then succeeded", "medium")
+                e.calls = EPISODE_CALLS + 1  # it worked: fixed, or without a change (transient); either way done
+        open_ = [e for e in open_ if e.calls <= EPISODE_CALLS]
     return out
 
 
-def _success(turn: Turn) -> str | None:
-    for s in sentences(turn.text):
-        low = s.lower()
-        if (
-            _SUCCESS.search(low)
-            and not _NARRATION.match(low)
-            and not low.endswith(":")
-            and not re.search(r"\b(?:fail\w*|still|but|except|unless)\b", low)
-        ):
-            return s
-    return None
+def _rerun_differs(turn: Turn, episode: _Episode) -> bool:
+    """The failing command run again in a corrected form (other flags, another folder): itself a change."""
+    if command_of(turn.tool) != episode.command or _READ_ONLY.match(_unwrapped(episode.failing_call)):
+        return False
+    before, after = _tokens(episode.failing_call), _tokens(turn.tool)
+    return before != after and len(before & after) >= 0.5 * len(before | after)
 
 
-def _new_episode(turn: Turn, problem: str, rule: str, inline: list[str]) -> _Episode:
-    key = _fix_key(problem)
-    return _Episode(turn, problem, rule, {key}, [(turn, inline)] if inline else [])
+def _tokens(call: str | None) -> frozenset[str]:
+    """A command's words with paths cut to their last part: `node assets/build.js` ~ `cd assets && node build.js`."""
+    rest = (call or "").partition(": ")[2]
+    return frozenset(re.split(r"[/\\]", w)[-1] for w in rest.split() if w not in ("&&", ";", "|") and w != "cd")
 
 
-def _problem(turn: Turn) -> tuple[str, str, list[str]] | None:
-    """(problem line, rule, explanation given in the same turn) when `turn` starts a problem, else None."""
-    if turn.role == "tool_error":
-        if _TOOL_MECHANICS.search(turn.text):
-            return None
-        remedy = [m.group(0) for m in _REMEDY.finditer(turn.text.replace("\\n", "\n"))][:1]
-        return _error_line(turn.text), "error-then-fix", remedy
-    if turn.role == "user" and not turn.sidechain:
-        text = " ".join(sentences(turn.text))
-        if len(text) <= 600 and _USER_PROBLEM.search(text.lower()) and not text.rstrip().endswith("?"):
-            return clip(text, 200), "reported-problem-then-fix", []
+def _problem_gone(episode: _Episode, output: str) -> bool:
+    """The confirming output does not show the episode's error again."""
+    return not episode.probe or episode.probe not in _NUMBER.sub(" ", _PATH.sub(r"\1", output)).lower()
+
+
+def _start(turn: Turn) -> _Episode | None:
+    """The episode a failed tool call starts, or None for tool mechanics and errors with nothing to name."""
+    if _TOOL_MECHANICS.search(turn.text):
         return None
-    if turn.role == "assistant":
-        parts = sentences(turn.text)
-        for j, s in enumerate(parts[:3]):
-            if _AGENT_PROBLEM.search(s.lower()):
-                inline = [p for p in parts[max(0, j - 1) : j + 3] if len(p) <= 400 and not _NARRATION.match(p.lower())]
-                if len(WORD.findall(s.lower())) < 6 and j + 1 < len(parts):  # "I see the issue." → what it is
-                    s = parts[j + 1]
-                return clip(s, 200), "problem-then-fix", inline
+    problem = _error_line(turn.text)
+    if len(re.findall(r"[A-Za-z]{3,}", problem)) < 2:
+        return None
+    episode = _Episode(turn, problem, command_of(turn.tool), turn.tool or "")
+    episode.key, episode.probe = _fix_key(problem), _error_signature(problem).strip().lower()[:60]
+    remedy = [m.group(0).strip() for m in _REMEDY.finditer(turn.text.replace("\\n", "\n"))][:1]
+    if remedy:  # "Run 'mix format' to fix": the error names its own remedy
+        episode.said.append((turn, remedy))
+    return episode
+
+
+def _reported(turn: Turn) -> _Episode | None:
+    """A problem the user reports in a short statement (not a question)."""
+    if turn.sidechain:
+        return None
+    text = " ".join(sentences(turn.text))
+    if len(text) <= 600 and _USER_PROBLEM.search(text.lower()) and not text.rstrip().endswith("?"):
+        problem = clip(text, 200)
+        return _Episode(turn, problem, "", "", key=_fix_key(problem))
     return None
 
 
-def _fix(episode: _Episode, success: tuple[Turn, str] | None) -> Candidate:
-    recent = episode.explained[-2:]
-    picked = [s for _, ss in recent for s in ss if s not in episode.problem and episode.problem not in s]
-    said = " ".join(dict.fromkeys(re.sub(r":$", ".", s) for s in picked)) or episode.problem
-    lines = [f"**Problem:** {episode.problem}", "", f"**What fixed it:** {clip(said, 700)}"]
-    refs = [turn_ref(episode.start)] + [turn_ref(t) for t, _ in episode.explained]
-    if success is not None:
-        lines += ["", f"**Outcome:** {clip(success[1], 200)}"]
-        refs.append(turn_ref(success[0]))
-    title = episode.problem
-    if episode.rule == "problem-then-fix":
-        title = _PROBLEM_LEAD.sub("", title)
+def _user_confirms(turn: Turn) -> bool:
+    first = next(iter(sentences(turn.text)), "").lower()
+    return bool(_USER_CONFIRMS.match(first)) and not _NOT_CONFIRMED.search(first) and len(turn.text) <= 300
+
+
+def _fix(episode: _Episode, by: Turn, outcome: str, confidence: str, key: str) -> Candidate:
+    said = [s for _, ss in episode.said[-3:] for s in ss if s not in episode.problem]
+    changed = list(dict.fromkeys(clip(_shown(t.tool or t.text), 160) for t in episode.changes[-3:]))
+    lines = [f"**Error:** {episode.problem}"]
+    if episode.failing_call:
+        lines += ["", f"**While running:** `{clip(_shown(episode.failing_call), 160)}`"]
+    if said:
+        lines += ["", f"**Why, and what fixed it:** {clip(' '.join(dict.fromkeys(said)), 700)}"]
+    lines += ["", "**The change:** " + "; ".join(f"`{c}`" for c in changed), "", f"**Confirmed:** {outcome}"]
+    refs = [episode.start, *[t for t, _ in episode.said[-3:]], *episode.changes[-3:], by]
+    evidence = tuple(dict.fromkeys(turn_ref(t) for t in sorted(refs, key=lambda t: t.line)))
     return Candidate(
         "fix",
-        make_title(title, "Fix: "),
+        make_title(episode.problem, "Fix: "),
         "\n".join(lines),
-        tuple(dict.fromkeys(refs)),
-        "medium" if success is not None else "low",
-        episode.rule,
-        next(iter(sorted(episode.signatures))),
+        evidence,
+        confidence,
+        "error-change-confirmed" if episode.command else "reported-change-confirmed",
+        key,
     )
+
+
+def _shown(call: str) -> str:
+    """A call as a person reads it: the command itself for Bash, else "Edit path"."""
+    return call.removeprefix("Bash: ")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -145,3 +146,40 @@ def quote(text: str) -> str:
 def turn_ref(turn: Turn) -> str:
     """A candidate's evidence reference to `turn`: L<line>."""
     return f"L{turn.line}"
+
+
+_NEGATIONS = frozenset(["not", "no", "dont", "never", "nor", "doesnt", "didnt", "isnt", "arent", "wont", "shouldnt"])
+
+
+def similar_keys(a: str, b: str) -> bool:
+    """Whether two candidate keys name the same pattern in other words ("dont-lose-users-data-database" and
+    "never-lose-users-progress-database"): same category, same negation, words mostly alike and in order.
+    """
+    kind_a, _, slug_a = a.partition(":")
+    kind_b, _, slug_b = b.partition(":")
+    if kind_a != kind_b or a == b:
+        return a == b
+    words_a, words_b = _key_words(slug_a), _key_words(slug_b)
+    if min(len(words_a), len(words_b)) < 3 or ("not" in words_a) != ("not" in words_b):
+        return False
+    if set(words_a) == set(words_b):  # the same words in another order: "pnpm instead of npm" is not "npm … pnpm"
+        return False
+    return difflib.SequenceMatcher(None, words_a, words_b).ratio() >= 0.6
+
+
+def _key_words(slug: str) -> list[str]:
+    out = []
+    for word in slug.split("-"):
+        if word in _NEGATIONS:
+            out.append("not")
+        elif word not in KEY_STOP and stem(word):
+            out.append(stem(word))
+    return out
+
+
+def stem(word: str) -> str:
+    """A crude stem for comparing statements: no "'s" or plural s, the first five letters ("" for one letter)."""
+    word = word.removesuffix("'s")
+    if len(word) > 2 and word.endswith("s") and not word.endswith("ss"):
+        word = word[:-1]
+    return word[:5] if len(word) > 1 else ""
