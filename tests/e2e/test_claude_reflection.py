@@ -45,25 +45,28 @@ def test_a_stated_preference_is_saved_after_the_session_and_recalled_in_the_next
 
 def test_a_fix_found_through_real_bash_calls_is_captured_for_review(scenario: Scenario, session_id: str) -> None:
     failing = 'python3 -c "import invoice_states"'
-    working = (
-        'mkdir -p src && printf \'STATES = ("draft", "open", "paid")\\n\' > src/invoice_states.py'
-        " && PYTHONPATH=src python3 -c \"import invoice_states; print('import ok')\""
-    )
+    change = 'mkdir -p src && printf \'STATES = ("draft", "open", "paid")\\n\' > src/invoice_states.py'
+    rerun = "PYTHONPATH=src python3 -c \"import invoice_states; print('import ok')\""
+
+    def bash(command: str, description: str) -> dict[str, object]:
+        return {"name": "Bash", "input": {"command": command, "description": description}}
+
     scenario.stub.reply(
-        {"tool_use": {"name": "Bash", "input": {"command": failing, "description": "try the import"}}},
+        {"tool_use": bash(failing, "try the import")},
         {
-            "text": "The import fails because invoice_states is missing: the module needs PYTHONPATH=src.",
-            "tool_use": {"name": "Bash", "input": {"command": working, "description": "add the module"}},
+            "text": "The import fails because invoice_states is missing: the module has to live in src/.",
+            "tool_use": bash(change, "add the module"),
         },
-        {"text": "The import works now with PYTHONPATH=src; all tests pass."},
+        {"text": "Now the same import with PYTHONPATH=src.", "tool_use": bash(rerun, "import again")},
+        {"text": "The import works now with PYTHONPATH=src."},
     )
     prompt = "The billing job crashes on import invoice_states. Please fix it."
     scenario.claude("-p", prompt, "--session-id", session_id, "--allowedTools", "Bash").check()
 
-    first_result, second_result = tool_results(scenario.stub.bodies()[-1])
-    assert first_result.get("is_error") and "ModuleNotFoundError" in json.dumps(first_result)
-    assert not second_result.get("is_error") and "import ok" in json.dumps(second_result)
-    assert (scenario.project / "src" / "invoice_states.py").is_file()  # the command really ran
+    results = tool_results(scenario.stub.bodies()[-1])
+    assert [bool(r.get("is_error")) for r in results] == [True, False, False]
+    assert "ModuleNotFoundError" in json.dumps(results[0]) and "import ok" in json.dumps(results[2])
+    assert (scenario.project / "src" / "invoice_states.py").is_file()  # the commands really ran
 
     paths = wait_until(lambda: written(scenario, session_id), 180, "the session's reflection")
     fixes = [p for p in paths if note_meta(scenario.vault, p).get("kind") == "fix"]
