@@ -7,8 +7,11 @@
 #                                    to `memvault install`: --vault, --skill-name, --scope, --project, --dry-run)
 #   ./install.sh --no-python-deps    without the embedding stack (keyword-only recall)
 #   ./install.sh --no-demo           skip the demo
-#   ./install.sh --uninstall         `memvault uninstall`, then remove the environment and the memvault link
-#                                    (never your vault; the config and state are kept)
+#   ./install.sh --uninstall         `memvault uninstall`, stop the embedding service, then remove the
+#                                    environment and the memvault link (never your vault; the config and state are kept)
+#
+# The options for `memvault install` are checked before anything is installed: a missing --vault folder
+# fails at once, not after the dependencies.
 #
 # Environment: MEMVAULT_VENV (where the environment goes), PYTHON (interpreter to use),
 # MEMVAULT_TORCH_SPEC (torch requirement installed before sentence-transformers; default torch==2.13.0).
@@ -26,7 +29,7 @@ while [ $# -gt 0 ]; do
     --no-python-deps) WITH_EMBEDDINGS=0 ;;
     --no-demo) DEMO=0 ;;
     --uninstall) UNINSTALL=1 ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *)
       [ "$1" = "--dry-run" ] && DRY_RUN=1
       PASS+=("$1") ;;
@@ -49,6 +52,11 @@ if [ "$UNINSTALL" = 1 ]; then
     echo "==> memvault uninstall ${PASS[*]:-}"
     "$VENV/bin/memvault" uninstall ${PASS[@]+"${PASS[@]}"}
     WHERE=$("$VENV/bin/python" -c 'from memvault import paths; print(paths.config_file()); print(paths.state_dir())' 2>/dev/null || true)
+    if [ "$DRY_RUN" = 1 ]; then
+      echo "==> dry run: would stop the embedding service if it runs"
+    elif [ "$("$VENV/bin/memvault" serve --stop 2>/dev/null || true)" = "stopped" ]; then
+      echo "==> stopped the embedding service"  # it would otherwise run from the removed environment until idle
+    fi
   else
     echo "==> no environment at $VENV: nothing to uninstall from Claude Code (run memvault uninstall if you installed it elsewhere)"
     WHERE=""
@@ -76,6 +84,34 @@ if [ "$UNINSTALL" = 1 ]; then
 fi
 
 # ---- install --------------------------------------------------------------------------------
+fail() { echo "install.sh: $*" >&2; exit 2; }
+
+# The options for `memvault install`, checked before the minute-long dependency install.
+check_options() {
+  local n=0 opt value
+  while [ "$n" -lt "${#PASS[@]}" ]; do
+    opt=${PASS[$n]}
+    case "$opt" in
+      --vault|--project|--skill-name|--scope|--host)
+        n=$((n + 1))
+        [ "$n" -lt "${#PASS[@]}" ] || fail "$opt needs a value"
+        value=${PASS[$n]} ;;
+      --vault=*|--project=*|--skill-name=*|--scope=*|--host=*) value=${opt#*=}; opt=${opt%%=*} ;;
+      --dry-run|--json) value="" ;;
+      *) fail "unknown option $opt (see $0 --help)" ;;
+    esac
+    value=${value/#\~/$HOME}
+    case "$opt" in
+      --vault) [ -d "$value" ] || fail "--vault $value: no such folder (create the Obsidian vault first, or check the path); nothing was installed" ;;
+      --project) [ -d "$value" ] || fail "--project $value: no such folder; nothing was installed" ;;
+      --scope) case "$value" in user|project) ;; *) fail "--scope $value: use user or project" ;; esac ;;
+      --skill-name) [[ "$value" =~ ^[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?$ ]] ||
+        fail "--skill-name $value: use lowercase letters, digits and hyphens (at most 64 characters)" ;;
+    esac
+    n=$((n + 1))
+  done
+}
+check_options
 find_python() {
   for candidate in ${PYTHON:-} python3.13 python3.12 python3.11 python3.10 python3; do
     if command -v "$candidate" >/dev/null 2>&1 &&

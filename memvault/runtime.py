@@ -223,12 +223,18 @@ def _roll_number(path: Path) -> int:
 
 
 def prune(*, log_days: int, marker_days: int, now: float | None = None) -> dict[str, int]:
-    """Delete log files and `.reflected` / `.quarantined` markers older than their retention; returns the counts."""
+    """Delete old log files, `.reflected` / `.quarantined` markers and finished sessions' reflection locks; the counts.
+
+    A lock is kept while its session is open (its `.start` marker exists): the session may still be reflected.
+    """
     now = time.time() if now is None else now
-    removed = {"logs": 0, "markers": 0}
+    removed = {"logs": 0, "markers": 0, "locks": 0}
     folder = log_dir()
     candidates = [("logs", p, log_days) for p in folder.glob("hooks-*.jsonl")] if folder.is_dir() else []
     candidates += [("markers", p, marker_days) for p in markers("reflected") + markers("quarantined")]
+    sessions = sessions_dir()
+    locks = sorted(sessions.glob("*.lock")) if sessions.is_dir() else []
+    candidates += [("locks", p, marker_days) for p in locks if not (sessions / f"session-{p.stem}.start").exists()]
     for what, path, days in candidates:
         with contextlib.suppress(OSError):
             if now - path.stat().st_mtime > days * 86400:

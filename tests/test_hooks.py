@@ -319,8 +319,25 @@ def test_log_rolls_over_and_old_files_and_markers_are_pruned(memvault_home: Path
     for path in [*files[:2], runtime.marker("old", "reflected"), runtime.marker("open", "start")]:
         os.utime(path, (month_ago, month_ago))
     removed = runtime.prune(log_days=30, marker_days=30)
-    assert removed == {"logs": 2, "markers": 1}
+    assert removed == {"logs": 2, "markers": 1, "locks": 0}
     assert runtime.marker("open", "start").exists()  # open sessions are recovered, never pruned
+
+
+def test_old_reflection_locks_of_finished_sessions_are_pruned(memvault_home: Path) -> None:
+    """Each session's reflection takes `<session>.lock` in the sessions folder; old ones must not pile up."""
+    from memvault.store import disk
+
+    folder = runtime.sessions_dir()
+    folder.mkdir(parents=True)
+    runtime.write_start_marker("open", {})
+    month_ago = time.time() - 31 * 86400
+    for name in ("done-old", "open", "done-new"):
+        with disk.try_lock(folder / f"{runtime.session_name(name)}.lock", 0) as held:  # as reflect_session does
+            assert held
+        if name != "done-new":
+            os.utime(folder / f"{name}.lock", (month_ago, month_ago))
+    assert runtime.prune(log_days=30, marker_days=30)["locks"] == 1
+    assert sorted(p.name for p in folder.glob("*.lock")) == ["done-new.lock", "open.lock"]
 
 
 def test_inspect_shows_what_was_injected_and_why(hook_vault: Path) -> None:
@@ -374,6 +391,11 @@ def test_prompt_recall_is_hybrid_with_the_service_and_keeps_the_budget_when_it_h
     from memvault import open_vault
     from memvault.recall import client
 
+    # The budget counts from the process's start: on a loaded machine Python's start-up alone can take
+    # most of 300 ms. A wider budget keeps this test about the service, not about the machine's load.
+    budget = 2000
+    with open(memvault_home / "config.yaml", "a", encoding="utf-8") as config:
+        config.write(f"recall:\n  prompt_budget_ms: {budget}\n")
     assert client.start("default", idle_minutes=5)
     try:
         info = client.wait_ready(120)
@@ -407,7 +429,7 @@ def test_prompt_recall_is_hybrid_with_the_service_and_keeps_the_budget_when_it_h
         record = log_records("UserPromptSubmit")[-1]
         assert record["result"] == "partial" and record["mode"] == "keyword"
         assert record["reason"] == "the embedding service did not answer in time (keyword-only)"
-        assert record["duration_ms"] < 300 + 100, record  # the budget, with slack for a loaded CI machine
+        assert record["duration_ms"] < budget + 300, record  # the budget, with slack for a loaded CI machine
         assert wall < 5, wall  # no hang, whatever the machine
     finally:
         client.stop()
@@ -621,3 +643,37 @@ def test_session_start_job_indexes_project_skills_outside_the_project_dir(hook_v
     assert job["skills"] == {"created": 1}
     entry = hook_vault / "MemoryVault" / "personal-skills" / "project-deploy-preview.md"  # project scope
     assert "Deploy a preview build" in entry.read_text(encoding="utf-8")
+
+
+# ---- skill entries: only on a good match --------------------------------------------------------------
+
+
+def test_a_skill_entry_is_recalled_only_when_the_prompt_is_about_that_skill(hook_vault: Path) -> None:
+    """Claude Code lists every skill to the model already; keyword-only, the prompt must name the skill."""
+    skill = "MemoryVault/personal-skills/commit-helper.md"
+    about_commits = "how should I word the commit message for my staged diff, conventional commits style?"
+    result = run_hook("user_prompt_submit", payload("UserPromptSubmit", session="sk-1", prompt=about_commits))
+    record = log_records("UserPromptSubmit")[-1]
+    assert record["mode"] == "keyword" and record["kw_hits"] > 0
+    assert skill not in result.stdout and skill not in [e["path"] for e in record["injected"]]
+
+    named = "run the commit-helper skill on my staged diff"
+    result = run_hook("user_prompt_submit", payload("UserPromptSubmit", session="sk-2", prompt=named))
+    assert skill in context_of(result, "UserPromptSubmit")
+
+
+def test_inspect_labels_an_entry_by_the_hook_that_gave_it(memvault_home: Path) -> None:
+    """Scores of zero mean "always-load" only at SessionStart; a prompt's entry is recalled whatever its scores."""
+    from click.testing import CliRunner
+
+    from memvault.cli import cli
+
+    always = {"path": "MemoryVault/personal-private/_always-load/dev-flow.md"}
+    recalled = {"path": "MemoryVault/personal-private/fix/psycopg-ssl-eof.md", "score": 0.0, "vec": 0.0, "kw": 0.0}
+    runtime.log_event({"hook": "SessionStart", "session": "lab-1", "result": "success", "injected": [always]})
+    runtime.log_event({"hook": "UserPromptSubmit", "session": "lab-1", "result": "success", "injected": [recalled]})
+    result = CliRunner().invoke(cli, ["inspect", "--session", "lab-1"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    start, prompt = result.output.split("UserPromptSubmit")
+    assert "dev-flow.md" in start and "always-load" in start
+    assert "psycopg-ssl-eof.md" in prompt and "always-load" not in prompt and "recalled" in prompt

@@ -59,6 +59,28 @@ def _run(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return proc
 
 
+def _start_service(home: Path) -> int:
+    """Start the user's warm embedding service (as SessionStart would) and return its pid."""
+    pytest.importorskip("sentence_transformers")
+    started = subprocess.run(
+        [sys.executable, "-m", "memvault", "serve", "--background", "--json"],
+        env=_env(home),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert started.returncode == 0, started.stderr
+    return int(json.loads(started.stdout)["pid"])
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 def _our_handlers(settings: dict) -> dict[str, dict]:
     found = {}
     for event, groups in settings["hooks"].items():
@@ -110,8 +132,14 @@ def test_install_sh_merges_into_existing_settings_is_idempotent_and_uninstalls_b
     assert skill.read_bytes() == skill_bytes
     assert link.is_symlink()
 
+    # A warm embedding service runs for this user (started here by the test's own environment, which has the
+    # embedding stack); uninstall stops it rather than leave it running from a removed environment.
+    service = _start_service(home)
+
     # Uninstall: the original bytes back, skill, environment and link gone, vault and config kept.
     out = _run(home, "--uninstall").stdout
+    assert "stopped the embedding service" in out
+    assert not _alive(service)
     assert settings_file.read_bytes() == OTHER_TOOL.encode()
     assert not (claude / "skills/memvault").exists()
     assert not venv.exists()
@@ -134,6 +162,36 @@ def test_install_sh_uninstall_without_an_environment_changes_nothing(tmp_path: P
     assert proc.returncode == 0  # no environment yet: nothing to pass it to, nothing removed
     assert "nothing to uninstall" in proc.stdout
     assert not (home / ".claude").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--vault", "MISSING"], "no such folder"),
+        (["--vault=MISSING"], "no such folder"),
+        (["--skill-name", "Not A Name"], "--skill-name"),
+        (["--scope", "global"], "--scope global"),
+        (["--no-such-option"], "unknown option --no-such-option"),
+        (["--vault"], "--vault needs a value"),
+    ],
+)
+def test_install_sh_checks_its_arguments_before_installing_anything(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    args = [a.replace("MISSING", str(tmp_path / "no-such-vault")) for a in args]
+    proc = subprocess.run(
+        ["bash", str(REPO / "install.sh"), "--no-python-deps", "--no-demo", *args],
+        env=_env(home),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert message in proc.stderr
+    assert sorted(p.name for p in home.iterdir()) == []  # no environment, no link, no settings: nothing at all
 
 
 def test_install_sh_help_lists_its_own_options() -> None:

@@ -406,10 +406,10 @@ def test_the_skill_documents_every_command() -> None:
 
 
 def test_the_plugin_copy_is_the_template_with_the_default_name() -> None:
-    plugin_copy = (REPO / "skills" / "memory" / "SKILL.md").read_text(encoding="utf-8")
+    plugin_copy = (REPO / "skills" / "memvault" / "SKILL.md").read_text(encoding="utf-8")
     assert plugin_copy == skillfile.render_skill(skillfile.DEFAULT_SKILL, "memvault"), (
         'regenerate: python -c "from memvault.claude import skillfile; from pathlib import Path; '
-        "Path('skills/memory/SKILL.md').write_text(skillfile.render_skill('memvault', 'memvault'))\""
+        "Path('skills/memvault/SKILL.md').write_text(skillfile.render_skill('memvault', 'memvault'))\""
     )
 
 

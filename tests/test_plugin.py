@@ -289,3 +289,15 @@ def test_install_ps1_uses_only_windows_powershell_5_1_syntax() -> None:
     assert not re.search(r"\)\s*\?\s*[^:\n]+\s:\s", code)  # ternary: PowerShell 7 only
     assert not re.search(r"ForEach-Object\s+-Parallel|-AsHashtable|\bclean\s*\{", code)
     assert "$ErrorActionPreference = 'Stop'" in PS1.read_text()
+
+
+def test_the_plugin_skill_is_named_as_the_docs_say() -> None:
+    """Claude Code names a plugin's skill `<plugin>:<folder under skills/>`; the frontmatter `name` is only an alias."""
+    plugin = _json(".claude-plugin/plugin.json")["name"]
+    [skill] = sorted((REPO / "skills").glob("*/SKILL.md"))
+    listed = f"/{plugin}:{skill.parent.name}"
+    assert listed == "/memvault:memvault"
+    frontmatter = re.search(r"^name: (.+)$", skill.read_text(encoding="utf-8"), re.M)
+    assert frontmatter and frontmatter.group(1) == skill.parent.name  # the alias agrees with the name
+    for page in ("wiki/reference/skill.md", "wiki/how-to/install.md"):
+        assert listed in (REPO / page).read_text(encoding="utf-8"), page

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import platform
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from memvault.claude import skills_index
 from memvault.cli import cli
 from memvault.vault.core import Vault
 
-from .conftest import git, snapshot
+from .conftest import REPO, git, snapshot
 
 S = "MemoryVault/personal-skills/"
 
@@ -360,3 +361,24 @@ def test_a_cloned_repository_cannot_copy_a_home_secret_through_the_session_start
     assert job["result"] == "success" and job["skills"].get("errors") == 2, job
     written = "".join(p.read_text(errors="replace") for p in vault_dir.rglob("*.md"))
     assert not [leak for leak in LEAKS if leak in written]
+
+
+def test_memvaults_own_skill_is_not_indexed_and_an_old_entry_of_it_is_archived(
+    vault: Vault, claude: Path, project: Path
+) -> None:
+    """Claude Code lists memvault's skill to the model already: an entry for it would only repeat that listing."""
+    from memvault.claude import skillfile
+
+    ours = skillfile.render_skill("memvault", "memvault")
+    write(claude / "skills" / "memvault" / "SKILL.md", ours)
+    plugin = claude / "plugins" / "cache" / "memvault" / "memvault" / "0.1.0" / "skills" / "memvault" / "SKILL.md"
+    write(plugin, next((REPO / "skills").glob("*/SKILL.md")).read_text(encoding="utf-8"))  # the plugin's copy
+    # An entry an earlier version wrote for it, found by its skill_id.
+    vault.save("skill", "memvault", "# memvault\n\nMemoryVault's skill.", group="personal-skills", folder=".",
+               source="skills-index", meta={"skill_id": "user/memvault", "indexed_on": platform.node()})  # fmt: skip
+
+    report = skills_index.index_skills(vault, project=project)
+    assert sorted(report.created) == [S + "acme-tools-lint-fix.md", S + "deploy.md", S + "shop-api-release-notes.md"]
+    assert report.archived == [S + "memvault.md"]
+    assert meta(vault, S + "memvault.md")["status"] == "archived"
+    assert not any("memvault" in p.name for p in (vault.root / S).glob("*.md") if p.name != "memvault.md")

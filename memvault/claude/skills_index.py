@@ -17,7 +17,7 @@ from memvault.store import changelog, disk, notes, privacy, secrets
 from memvault.store.changelog import Record
 from memvault.vault.core import Vault
 
-from . import settings
+from . import settings, skillfile
 
 GROUP = "personal-skills"
 SOURCE = "skills-index"
@@ -200,10 +200,8 @@ def parse_skill(location: Location, text: str, digest: str) -> Skill:
     name = _text(meta.get("name")) or location.dir_name
     body = privacy.strip_private(note.body)
     description = _text(meta.get("description")) or notes.first_paragraph(body, DESCRIPTION_CHARS)
-    if location.scope == "plugin":
-        command = f"/{location.plugin}:{_text(meta.get('name')) or location.dir_name}"
-    else:
-        command = f"/{location.dir_name}"
+    # Claude Code names a plugin's skill by its folder (the frontmatter `name` is only an alias), as a user's.
+    command = f"/{location.plugin}:{location.dir_name}" if location.scope == "plugin" else f"/{location.dir_name}"
     return Skill(
         location=location,
         name=name,
@@ -295,7 +293,9 @@ def index_skills(
 
     Unchanged skills are not written at all; changed ones are updated in place (keys the indexer does
     not own, and the `## My notes` section, are kept); entries of skills that are gone are marked
-    `status: archived`; a malformed SKILL.md is reported in `errors` and skipped.
+    `status: archived`; a malformed SKILL.md is reported in `errors` and skipped. memvault's own skill
+    (the installed one and the plugin's) is never indexed, and an entry an earlier version made for it
+    is archived.
     """
     claude = (claude_dir or settings.claude_dir()).expanduser()
     project = (project or Path.cwd()).expanduser().resolve()
@@ -303,6 +303,8 @@ def index_skills(
     existing, taken, manual = _scan(vault)
     present: set[str] = set()
     for location in locate(claude, project):
+        if skillfile.is_our_skill(location.path):  # memvault's own skill: Claude Code lists it already
+            continue
         present.add(location.skill_id)
         try:
             skill = read_skill(location)

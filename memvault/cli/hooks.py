@@ -27,11 +27,14 @@ def select(records: list[dict[str, Any]], session: str | None, every: bool, limi
     return [r for r in records if str(r.get("session") or "").startswith(session)][-limit:]
 
 
-def why(entry: dict[str, Any]) -> str:
+def why(entry: dict[str, Any], hook: Any) -> str:
+    """Why an entry was given: SessionStart gives the always-load notes; a prompt's entries were recalled."""
+    if hook == "SessionStart":
+        return "always-load"
     vec, kw = entry.get("vec") or 0, entry.get("kw") or 0
     if vec and kw:
         return "meaning and keywords"
-    return "meaning" if vec else "keywords" if kw else "always-load"
+    return "meaning" if vec else "keywords" if kw else "recalled (no score)"
 
 
 @cli.command()
@@ -79,18 +82,18 @@ def _render(record: dict[str, Any]) -> None:
         out.print(f"  [dim]{escape(str(record['reason']))}[/]")
     injected = record.get("injected") or []
     if injected:
-        out.print(_entries(injected))
+        out.print(_entries(injected, record.get("hook")))
     dropped = record.get("dropped") or []
     if dropped:
         out.print(f"  [dim]below the relevance floor, not injected ({len(dropped)}):[/]")
-        out.print(_entries(dropped, style="dim"))
+        out.print(_entries(dropped, record.get("hook"), style="dim"))
     if record.get("deduped"):
         out.print(f"  [dim]already given this session: {escape(', '.join(record['deduped']))}[/]")
     if record.get("written"):
         out.print(f"  wrote: {escape(', '.join(record['written']))}")
 
 
-def _entries(entries: list[dict[str, Any]], style: str = "") -> Table:
+def _entries(entries: list[dict[str, Any]], hook: Any, style: str = "") -> Table:
     """Entries with their score parts and the relevance floor's verdict (older log lines have no verdict)."""
     table = Table(box=None, padding=(0, 2), show_header=True, header_style="dim", style=style)
     for name in ("entry", "score", "meaning", "keywords", "why"):
@@ -101,7 +104,7 @@ def _entries(entries: list[dict[str, Any]], style: str = "") -> Table:
             _num(entry.get("score")),
             _num(entry.get("vec")),
             _num(entry.get("kw")),
-            escape(str(entry["why"])) if entry.get("why") else why(entry),
+            escape(str(entry["why"])) if entry.get("why") else why(entry, hook),
         )
     return table
 

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from memvault import paths, runtime
+from memvault import paths, proctime, runtime
 from memvault.text import bounded_query, plural
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING (mypy reads it so) without importing typing at run time
@@ -26,8 +26,7 @@ if TYPE_CHECKING:  # typing is not imported at run time: every millisecond of a 
 
     Output = dict[str, Any]
 
-_IMPORTED = time.monotonic()
-STARTUP_MS = 75  # interpreter start and imports before `main` runs, plus printing: kept out of the recall budget
+proctime.started()  # where the OS cannot say when the process started, its time is counted from here
 # With less than this share of the budget left, the vector half is not attempted: its KNN search (about
 # 100 ms on 20k notes) would run past the budget even with the query vector back in time (after a config edit).
 VECTOR_MIN_SHARE = 0.6
@@ -50,7 +49,7 @@ class NoVault(Skip):
 
 def main(event: str, stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
     """Run one hook event; always returns 0 (the host treats anything else as a hook error)."""
-    started = time.monotonic()
+    started, from_process_start = proctime.started()
     record: dict[str, Any] = {"hook": event, "result": "success"}
     output: Output | None = None
     try:
@@ -67,7 +66,9 @@ def main(event: str, stdin: TextIO | None = None, stdout: TextIO | None = None) 
             (stdout or sys.stdout).flush()
         except (OSError, ValueError) as exc:
             record.update(result="error", reason=f"could not write the output: {exc}")
-    record["duration_ms"] = round((time.monotonic() - started) * 1000, 1)
+    record["duration_ms"] = round((time.monotonic() - started) * 1000, 1)  # what the user waited, start-up included
+    if not from_process_start:
+        record["duration_from"] = "hook"
     with contextlib.suppress(Exception):  # a full disk must not break the session either
         runtime.log_event(record)
     return 0
@@ -212,7 +213,8 @@ def user_prompt_submit(payload: dict[str, Any], settings: dict[str, Any], record
     query = bounded_query(prompt)  # however big the prompt, recall's work stays within the budget
     record["query_chars"] = len(query)
     result = _recall(root, folder, query, settings, extra=min(len(already), 20))  # room to drop what it has
-    hits = [h for h in result["hits"] if h["path"] not in already]
+    vectors = bool(result["vec_hits"])
+    hits = [h for h in result["hits"] if h["path"] not in already and inject.worth_giving(h, query, vectors=vectors)]
     context, kept = inject.recall_context(hits[: recall["k"]], recall["max_context_chars"])
     record.update(
         mode=result["mode"],
@@ -253,7 +255,7 @@ def _recall(root: Path, folder: str, prompt: str, settings: dict[str, Any], extr
     from memvault.recall import client
 
     recall = settings["recall"]
-    budget_ms = recall["prompt_budget_ms"] - (time.monotonic() - _IMPORTED) * 1000 - STARTUP_MS
+    budget_ms = recall["prompt_budget_ms"] - (time.monotonic() - proctime.started()[0]) * 1000  # from process start
     options: dict[str, Any] = {
         "k": recall["k"] + extra,
         **{key: recall[key] for key in RECALL_KEYS},

@@ -1,22 +1,105 @@
-"""Fixtures for tests that run the real Claude Code client against a scripted Messages API stub on 127.0.0.1.
+"""End-to-end tests with real clients: every test here is marked `e2e`; fixtures for the real Claude Code client.
 
-- `claude_bin`: the pinned client, installed once per machine into the cache (`claude_client.install`);
-  every test using it is skipped, with one line saying why, where npm or the install is unavailable.
-- `stub`: a fresh `StubServer` per test, logging every request body to `<tmp>/requests.jsonl`.
-- `claude_home`: a throwaway HOME for the client, and the process environment pointed at the stub
-  (dummy key, telemetry, updates and non-essential traffic off), so any `claude` started by the test
-  or by memvault in the test process talks to the stub only.
+- `claude_code`, `memvault_user`, `vault_template`, `scenario`, `session_id`: the client from npm, one
+  throwaway HOME with memvault installed by `./install.sh` for the whole run, and per test a copy of an
+  indexed vault, a project folder and an Anthropic stub (`tests/e2e/claude.py`).
+- `claude_bin`, `stub`, `claude_home`: the pinned client (`claude_client.install`), a fresh `StubServer` per
+  test logging every request body to `<tmp>/requests.jsonl`, and a throwaway HOME with the process
+  environment pointed at the stub, so any `claude` started by the test or by memvault in the test process
+  talks to the stub only.
+
+Every Claude Code test skips when npm or its registry cannot be reached, reported in one summary line.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.e2e.claude import Client, Scenario, Unavailable, User, indexed_vault, install_client
+from tests.e2e.stubs.anthropic import AnthropicStub
+
 from . import claude_client
 from .stub import StubServer
+
+HERE = Path(__file__).resolve().parent
+TIMINGS = pytest.StashKey[list[str]]()  # lines for the run's summary: hook timings as the client reported them
+NO_CLIENT = "Claude Code end-to-end tests need npm:"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if HERE in Path(str(item.fspath)).resolve().parents:
+            item.add_marker(pytest.mark.e2e)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[pytest.TestReport]:
+    """Every Claude Code test skipped for want of npm is reported at one place, so the summary has one line."""
+    report: pytest.TestReport = yield
+    reason = report.longrepr[2] if report.skipped and isinstance(report.longrepr, tuple) else ""
+    if reason.startswith(f"Skipped: {NO_CLIENT}") or reason.startswith(NO_CLIENT):
+        source = Path(__file__).read_text(encoding="utf-8").splitlines()
+        line = next(n for n, text in enumerate(source, 1) if text.startswith("def claude_code"))
+        report.longrepr = (str(Path(__file__)), line, reason)
+    return report
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    lines = config.stash.get(TIMINGS, [])
+    if lines:
+        terminalreporter.write_sep("-", "hook durations reported by Claude Code")
+        for line in lines:
+            terminalreporter.write_line(line)
+
+
+@pytest.fixture(scope="session")
+def claude_code() -> Client:
+    """The pinned Claude Code from npm (cached between runs); every Claude Code test skips, in one line, without npm."""
+    try:
+        return install_client()
+    except Unavailable as why:
+        pytest.skip(f"{NO_CLIENT} {why}")
+
+
+@pytest.fixture(scope="session")
+def memvault_user(claude_code: Client, tmp_path_factory: pytest.TempPathFactory) -> Iterator[User]:
+    """One throwaway HOME for the whole run, with memvault installed by `./install.sh` as a user would.
+
+    The vault given to install.sh is the user's; each test points the hooks at its own copy with
+    MEMVAULT_VAULT. The warm embedding service is started once here, so the prompt hooks find it loaded.
+    """
+    root = tmp_path_factory.mktemp("claude-user")
+    user = User(root, claude_code)
+    (root / "Obsidian").mkdir()
+    installed = user.install_memvault("--vault", str(root / "Obsidian"), "--no-demo")
+    assert installed.returncode == 0, f"install.sh failed:\n{installed.stdout[-3000:]}\n{installed.stderr[-3000:]}"
+    started = user.run_memvault("serve", "--background")
+    assert started.returncode == 0, started.stderr
+    yield user
+    user.run_memvault("serve", "--stop")  # the throwaway HOME's service; ./install.sh --uninstall is tested itself
+
+
+@pytest.fixture(scope="session")
+def vault_template(memvault_user: User) -> tuple[Path, Path]:
+    """The example vault with `<private>` spans, indexed once; each test gets a copy of it and of its index."""
+    return indexed_vault(memvault_user, memvault_user.root / "template-vault")
+
+
+@pytest.fixture
+def scenario(memvault_user: User, vault_template: tuple[Path, Path], tmp_path: Path) -> Iterator[Scenario]:
+    """This test's own vault (a copy of the indexed example vault), project folder and Anthropic stub."""
+    with AnthropicStub(log_path=tmp_path / "requests.jsonl") as stub:
+        yield Scenario(memvault_user, tmp_path / "scenario", stub, vault_template)
+
+
+@pytest.fixture
+def session_id() -> str:
+    """A fresh Claude Code session id (`claude --session-id`), so a test finds its own hook log lines."""
+    return str(uuid.uuid4())
 
 
 @pytest.fixture(scope="session")
@@ -24,7 +107,7 @@ def claude_bin() -> Path:
     try:
         return claude_client.install()
     except claude_client.Unavailable as exc:
-        pytest.skip(f"real Claude Code client unavailable: {exc}")
+        pytest.skip(f"{NO_CLIENT} {exc}")
 
 
 @pytest.fixture
