@@ -71,13 +71,13 @@ class TranscriptPass:
         self.synced = False
 
     def run(self) -> None:
-        from . import miner, transcript
+        from . import miner, readers, transcript
 
         report, state = self.report, self.state
         size = self.path.stat().st_size
         if state.offset > size:  # the file was replaced by a shorter one: start over (routed keys stay)
             state.reset()
-        read = transcript.read(self.path, transcript.Cursor(state.context_offset, state.context_line))
+        read = readers.read(self.path, transcript.Cursor(state.context_offset, state.context_line))
         report.session_id = report.session_id or read.session_id or self.path.stem
         report.skipped_lines = dict(read.skipped)
         turns = [dataclasses.replace(t, text=privacy.strip_private(t.text)) for t in read.turns]

@@ -103,8 +103,33 @@ def read(path: Path, cursor: Cursor = Cursor()) -> Transcript:
     mid-write never is); otherwise it stays for the next read and its size is in `pending`.
     """
     path = Path(path)
+    raw_lines, new_cursor, pending = frame(path, cursor)
+    state = _State()
+    sidechain_file = "subagents" in path.parts or path.name.startswith("agent-")
+    for i, raw in enumerate(raw_lines):
+        _line(state, raw, cursor.line + i + 1, sidechain_file)
+    turns = [_freeze(a) for a in state.acc]
+    turns = [t for t in turns if t.text]
+    return Transcript(
+        path=path,
+        session_id=state.session_id or path.stem,
+        cwd=state.cwd,
+        turns=turns,
+        cursor=new_cursor,
+        lines=len(raw_lines),
+        skipped=state.skipped,
+        parsed=state.parsed,
+        pending=pending,
+    )
+
+
+def frame(path: Path, cursor: Cursor) -> tuple[list[bytes], Cursor, int]:
+    """The complete lines of a JSONL file from `cursor` on, the cursor after them, and the bytes left pending.
+
+    Shared by every transcript reader (Claude Code, Codex CLI, Gemini CLI): all three append lines.
+    """
     late_newline = 0
-    with path.open("rb") as fh:
+    with Path(path).open("rb") as fh:
         if cursor.offset:
             fh.seek(cursor.offset - 1)
             previous = fh.read(1)
@@ -121,24 +146,7 @@ def read(path: Path, cursor: Cursor = Cursor()) -> Transcript:
         consumed, pending = len(data), 0
     elif not tail.strip():
         consumed, pending = len(data), 0  # trailing spaces: nothing to wait for
-    state = _State()
-    sidechain_file = "subagents" in path.parts or path.name.startswith("agent-")
-    for i, raw in enumerate(raw_lines):
-        _line(state, raw, cursor.line + i + 1, sidechain_file)
-    turns = [_freeze(a) for a in state.acc]
-    turns = [t for t in turns if t.text]
-    new_cursor = Cursor(cursor.offset + late_newline + consumed, cursor.line + len(raw_lines))
-    return Transcript(
-        path=path,
-        session_id=state.session_id or path.stem,
-        cwd=state.cwd,
-        turns=turns,
-        cursor=new_cursor,
-        lines=len(raw_lines),
-        skipped=state.skipped,
-        parsed=state.parsed,
-        pending=pending,
-    )
+    return raw_lines, Cursor(cursor.offset + late_newline + consumed, cursor.line + len(raw_lines)), pending
 
 
 def _loads(raw: bytes) -> Any:
