@@ -13,7 +13,7 @@ fi
 PY=.venv/bin/python
 "$PY" -m pip install --quiet --upgrade pip
 "$PY" -m pip install --quiet "$TORCH_SPEC"
-"$PY" -m pip install --quiet -e ".[embeddings,dev]"
+"$PY" -m pip install --quiet -e ".[embeddings,mcp,dev]"
 
 "$PY" -m ruff check memvault tests scripts
 "$PY" -m mypy memvault
