@@ -67,12 +67,13 @@ def _found(host: str) -> bool:
     return folder.is_dir() or shutil.which(host) is not None
 
 
-def _consent(given: bool | None, question: str, dry_run: bool, as_json: bool) -> bool:
-    """The user's answer: the flag when given; asked on a terminal; no otherwise (nothing is assumed)."""
+def _consent(given: bool | None, question: str, dry_run: bool, as_json: bool, earlier: bool) -> bool | None:
+    """The user's answer: the flag when given; asked on a terminal unless given at an earlier install;
+    otherwise None (what an earlier install recorded stays, and nothing is assumed)."""
     if given is not None:
         return given
-    if dry_run or as_json or not sys.stdin.isatty():
-        return False
+    if earlier or dry_run or as_json or not sys.stdin.isatty():
+        return None
     return click.confirm(question, default=False, err=True)
 
 
@@ -83,6 +84,7 @@ def install_host(host: str, trust: bool | None, vault: Path | None, dry_run: boo
             "Codex CLI runs a user hook only once it is trusted. Mark memvault's hooks trusted in its config.toml?",
             dry_run,
             as_json,
+            hosts_install.trusted_before(),
         )
     plan = hosts_install.plan_hooks(host, trust=bool(trust))
     if not dry_run and plan.changed:
@@ -102,8 +104,9 @@ def install_mcp(client: str, approve: bool | None, dry_run: bool, as_json: bool)
             f"Let {client} call memvault's MCP tools (recall, save, evolve, …) without asking each time?",
             dry_run,
             as_json,
+            hosts_install.load_manifest(hosts_install.MCP_CLIENTS[client]()) is not None,
         )
-    plan = hosts_install.plan_mcp(client, approve=bool(approve))
+    plan = hosts_install.plan_mcp(client, approve=approve)
     if not dry_run and plan.changed:
         hosts_install.apply(plan)
     _show(plan, dry_run, as_json, installing=True)

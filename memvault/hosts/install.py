@@ -157,7 +157,8 @@ def plan_hooks(
             f"hooks are switched off in {config} ([features] hooks = false): Codex runs no hooks, memvault's "
             "included, until you set it to true"
         )
-    tables, trusted = _trust_tables(str(os.path.abspath(home / "hooks.json")), merged, data)
+    outside = codex_toml.parse(codex_toml.without_block(text, TRUST_BLOCK), str(config))  # what the user trusted
+    tables, trusted = _trust_tables(str(os.path.abspath(home / "hooks.json")), merged, outside)
     if trust or codex_toml.block_span(text, TRUST_BLOCK) is not None:  # consent given now, or at an earlier install
         new = (
             codex_toml.with_block(text, TRUST_BLOCK, tables) if tables else codex_toml.without_block(text, TRUST_BLOCK)
@@ -169,6 +170,12 @@ def plan_hooks(
             "mark memvault's hooks trusted in config.toml, or review them in Codex's /hooks"
         )
     return plan
+
+
+def trusted_before() -> bool:
+    """Whether an earlier install wrote memvault's hook-trust block into Codex's config.toml."""
+    raw = read_bytes(places.codex_home() / "config.toml")
+    return raw is not None and codex_toml.block_span(_decode(raw), TRUST_BLOCK) is not None
 
 
 def _trust_tables(hooks_file: str, hooks_data: dict[str, Any], config: dict[str, Any]) -> tuple[str, bool]:
@@ -186,14 +193,17 @@ def _trust_tables(hooks_file: str, hooks_data: dict[str, Any], config: dict[str,
                 )
                 known = state.get(key) if isinstance(state, dict) else None
                 if isinstance(known, dict) and known.get("trusted_hash") == digest:
-                    continue  # trusted by the user already (or by our block: rewritten below either way)
+                    continue  # the user trusted it already (in Codex's /hooks): nothing to add
                 all_trusted = False
                 lines += [f"[hooks.state.{codex_toml.string(key)}]", f"trusted_hash = {codex_toml.string(digest)}", ""]
     return "\n".join(lines), all_trusted
 
 
-def plan_mcp(client: str, *, approve: bool = False, python: PurePath | None = None) -> Plan:
-    """Register `memvault mcp` with one MCP client that reads a config file."""
+def plan_mcp(client: str, *, approve: bool | None = None, python: PurePath | None = None) -> Plan:
+    """Register `memvault mcp` with one MCP client that reads a config file.
+
+    `approve`: tool calls run without a confirmation (Codex, Gemini); None keeps what an earlier install chose.
+    """
     if client not in MCP_CLIENTS:
         raise MemvaultError(f"unknown MCP client {client!r}: {', '.join(MCP_CLIENTS)}", code="usage")
     python = python or interpreter()
@@ -208,6 +218,8 @@ def plan_mcp(client: str, *, approve: bool = False, python: PurePath | None = No
             raise MemvaultError(
                 f"{target} already has an MCP server named {SERVER!r} that memvault did not write", code="install"
             )
+        if approve is None:
+            approve = "default_tools_approval_mode" in text[slice(*(codex_toml.block_span(text, MCP_BLOCK) or (0, 0)))]
         entry = server_entry(python)
         body = [f"[mcp_servers.{SERVER}]", f"command = {codex_toml.string(entry['command'])}",
                 "args = [" + ", ".join(codex_toml.string(a) for a in entry["args"]) + "]",
@@ -220,10 +232,12 @@ def plan_mcp(client: str, *, approve: bool = False, python: PurePath | None = No
         entry = server_entry(python)
         if client == "gemini":
             entry["timeout"] = 60000
+            if approve is None:
+                approve = _json_data(read_bytes(target)).get("mcpServers", {}).get(SERVER, {}).get("trust") is True
             if approve:
                 entry["trust"] = True  # tool calls run without a confirmation prompt
         plan.edits.append(_merge_server(target, entry, f"mcp-{client}"))
-    if not approve and client in ("codex", "gemini"):
+    if approve is False and client in ("codex", "gemini"):
         plan.notes.append(
             f"{client} asks before each memvault tool call; `--approve-tools` lets them run without asking "
             "(needed for headless runs such as `codex exec`)"
