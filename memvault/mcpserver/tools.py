@@ -68,7 +68,7 @@ def save(
 
 def evolve(vault: Vault, old_path: str, body: str, reason: str, slug: str | None = None) -> str:
     _check_memory(vault, old_path)
-    return _written("evolved", vault.evolve(old_path, body, reason=reason, slug=slug))
+    return _written("evolved", vault.evolve(old_path, body, reason=reason, slug=slug, source=SOURCE))
 
 
 def list_entries(
