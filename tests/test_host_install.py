@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -108,7 +109,8 @@ def test_gemini_install_writes_milliseconds_keeps_crlf_and_other_keys_and_uninst
 
     run("install", "--mcp", "gemini", "--approve-tools")
     server = json.loads((gemini / "settings.json").read_text())["mcpServers"]["memvault"]
-    assert server == {"command": sys.executable, "args": ["-m", "memvault", "mcp"], "timeout": 60000, "trust": True}
+    assert server == {"command": sys.executable, "args": ["-m", "memvault", "mcp"], "timeout": 60000, "trust": True,
+                      "env": {"MEMVAULT_HOME": os.environ["MEMVAULT_HOME"]}}  # fmt: skip
     run("uninstall", "--host", "gemini")
     left = json.loads((gemini / "settings.json").read_text())
     assert not ours(left) and "memvault" in left["mcpServers"]  # the MCP registration is a separate step

@@ -116,9 +116,17 @@ def hook_entries(host: str, python: PurePath, hooks_dir: PurePath) -> dict[str, 
     return entries
 
 
+PASSED_ENV = ("MEMVAULT_HOME", "MEMVAULT_CONFIG")  # where memvault's config lives, when not in the default place
+
+
 def server_entry(python: PurePath) -> dict[str, Any]:
-    """`memvault mcp` over stdio, run by this Python (no PATH lookup, no shell)."""
-    return {"command": str(python), "args": ["-m", "memvault", "mcp"]}
+    """`memvault mcp` over stdio, run by this Python (no PATH lookup, no shell). Clients start servers with a
+    reduced environment (Codex keeps little beyond HOME and PATH), so a config location set here goes along."""
+    entry: dict[str, Any] = {"command": str(python), "args": ["-m", "memvault", "mcp"]}
+    env = {k: os.environ[k] for k in PASSED_ENV if os.environ.get(k)}
+    if env:
+        entry["env"] = env
+    return entry
 
 
 def is_our_server(entry: Any) -> bool:
@@ -224,6 +232,9 @@ def plan_mcp(client: str, *, approve: bool | None = None, python: PurePath | Non
         body = [f"[mcp_servers.{SERVER}]", f"command = {codex_toml.string(entry['command'])}",
                 "args = [" + ", ".join(codex_toml.string(a) for a in entry["args"]) + "]",
                 "startup_timeout_sec = 30", "tool_timeout_sec = 60"]  # fmt: skip
+        if entry.get("env"):
+            pairs = ", ".join(f"{k} = {codex_toml.string(v)}" for k, v in entry["env"].items())
+            body.append(f"env = {{ {pairs} }}")
         if approve:
             body.append('default_tools_approval_mode = "approve"')
         new = codex_toml.with_block(text, MCP_BLOCK, "\n".join(body))
