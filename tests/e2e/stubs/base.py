@@ -97,11 +97,11 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
         self.close_connection = True
 
-    def do_GET(self) -> None:  # noqa: N802 (the http.server name)
+    def do_GET(self) -> None:
         self.stub.record(self, None)
         self.stub.get(self, urlsplit(self.path).path)
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         raw = self.rfile.read(int(self.headers.get("content-length") or 0))
         try:
             body = json.loads(raw) if raw else None

@@ -44,35 +44,33 @@ class ResponsesStub(Stub):
 
     def events(self, entry: Entry, body: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         rid = f"resp_{next(self.ids)}"
-        base = {"id": rid, "object": "response", "model": body.get("model", "stub"), "status": "in_progress",
-                "output": []}  # fmt: skip
-        out: list[tuple[str, dict[str, Any]]] = [
-            ("response.created", {"type": "response.created", "response": base}),
-        ]
+        base = {"id": rid, "object": "response", "model": body.get("model", "stub"), "status": "in_progress"}
+        out = [event("response.created", response={**base, "output": []})]
         items: list[dict[str, Any]] = []
         if entry.get("text"):
-            text = entry["text"]
-            item = {"type": "message", "id": f"msg_{next(self.ids)}", "role": "assistant", "status": "completed",
-                    "content": [{"type": "output_text", "text": text, "annotations": []}]}  # fmt: skip
-            index = len(items)
-            out.append(("response.output_item.added", {"type": "response.output_item.added", "output_index": index,
-                                                       "item": {**item, "status": "in_progress", "content": []}}))  # fmt: skip
-            out.append(("response.output_text.delta", {"type": "response.output_text.delta", "item_id": item["id"],
-                                                       "output_index": index, "content_index": 0, "delta": text}))  # fmt: skip
-            out.append(("response.output_item.done", {"type": "response.output_item.done", "output_index": index,
-                                                      "item": item}))  # fmt: skip
+            text, mid = entry["text"], f"msg_{next(self.ids)}"
+            content = [{"type": "output_text", "text": text, "annotations": []}]
+            item = {"type": "message", "id": mid, "role": "assistant", "status": "completed", "content": content}
+            at = {"output_index": len(items)}
+            out.append(event("response.output_item.added", **at, item={**item, "status": "in_progress", "content": []}))
+            out.append(event("response.output_text.delta", **at, item_id=mid, content_index=0, delta=text))
+            out.append(event("response.output_item.done", **at, item=item))
             items.append(item)
         if entry.get("call"):
-            args = entry.get("args", {})
+            arguments = json.dumps(entry.get("args", {}))
             item = {"type": "function_call", "id": f"fc_{next(self.ids)}", "call_id": f"call_{next(self.ids)}",
-                    "name": entry["call"], "arguments": json.dumps(args), "status": "completed"}  # fmt: skip
+                    "name": entry["call"], "arguments": arguments, "status": "completed"}  # fmt: skip
             if entry.get("namespace"):
-                item["namespace"] = entry["namespace"]
-            out.append(("response.output_item.done", {"type": "response.output_item.done", "output_index": len(items),
-                                                      "item": item}))  # fmt: skip
+                item["namespace"] = entry["namespace"]  # an MCP tool: `mcp__<server>`
+            out.append(event("response.output_item.done", output_index=len(items), item=item))
             items.append(item)
         usage = {"input_tokens": 100, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 10,
                  "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 110}  # fmt: skip
-        out.append(("response.completed", {"type": "response.completed",
-                                           "response": {**base, "status": "completed", "output": items, "usage": usage}}))  # fmt: skip
+        out.append(
+            event("response.completed", response={**base, "status": "completed", "output": items, "usage": usage})
+        )
         return out
+
+
+def event(name: str, **fields: Any) -> tuple[str, dict[str, Any]]:
+    return name, {"type": name, **fields}
