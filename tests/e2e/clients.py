@@ -24,6 +24,9 @@ CODEX_PACKAGE, CODEX_VERSION = "@openai/codex", "0.169.0"
 GEMINI_PACKAGE, GEMINI_VERSION = "@google/gemini-cli", "0.61.0"
 GEMINI_MODEL = "gemini-2.5-flash"  # pinned: the default (auto) model first asks a routing classifier
 INSTALL_TIMEOUT_S = 300
+NPM_NETWORK = ("--fetch-retries=1", "--fetch-retry-mintimeout=2000", "--fetch-retry-maxtimeout=5000",
+               "--fetch-timeout=30000")  # fmt: skip
+_unavailable: dict[str, str] = {}  # package@version -> why it cannot be had (asked once per test run)
 
 
 def cache_root() -> Path:
@@ -34,6 +37,9 @@ def cache_root() -> Path:
 
 def npm_client(package: str, version: str, binary: str) -> Path:
     """The client's executable from a cached `npm install` of exactly `package@version`; skips when impossible."""
+    key = f"{package}@{version}"
+    if key in _unavailable:
+        pytest.skip(_unavailable[key])
     node, npm = shutil.which("node"), shutil.which("npm")
     if node is None or npm is None:
         pytest.skip(f"e2e: {package} needs Node.js and npm on PATH (not found)")
@@ -43,31 +49,35 @@ def npm_client(package: str, version: str, binary: str) -> Path:
     with filelock.FileLock(str(folder) + ".lock", timeout=INSTALL_TIMEOUT_S + 60):
         if not exe.exists():
             staging = Path(tempfile.mkdtemp(prefix=folder.name + ".", dir=folder.parent))
-            cmd = [
-                npm,
-                "install",
-                "--no-audit",
-                "--no-fund",
-                "--save-exact",
-                "--prefix",
-                str(staging),
-                f"{package}@{version}",
-            ]
-            try:
-                done = subprocess.run(cmd, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
+            install = ["install", "--no-audit", "--no-fund", "--save-exact", "--prefix", str(staging), key]
+            failed = _npm(npm, ["view", key, "version"], 90) or _npm(npm, install, INSTALL_TIMEOUT_S)
+            if failed:
                 shutil.rmtree(staging, ignore_errors=True)
-                pytest.skip(f"e2e: npm install {package}@{version} timed out (registry unreachable?)")
-            if done.returncode != 0:
-                shutil.rmtree(staging, ignore_errors=True)
-                reason = next((ln for ln in done.stderr.splitlines() if "ERR" in ln), done.stderr.strip()[:200])
-                pytest.skip(f"e2e: npm install {package}@{version} failed: {reason}")
+                _unavailable[key] = f"e2e: npm install {key} failed (registry unreachable?): {failed.strip()}"
+                pytest.skip(_unavailable[key])
             shutil.rmtree(folder, ignore_errors=True)
             staging.rename(folder)
     version_out = subprocess.run([str(exe), "--version"], capture_output=True, text=True, timeout=120)
     if version not in version_out.stdout:
         pytest.skip(f"e2e: {package}@{version} does not run here: {(version_out.stderr or version_out.stdout)[:200]}")
     return exe
+
+
+def _npm(npm: str, args: list[str], timeout: float) -> str:
+    """Run npm (output to a file: npm's children may hold a pipe open); "" on success, else the reason."""
+    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as log:
+        try:
+            done = subprocess.run([npm, *args, *NPM_NETWORK], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                  timeout=timeout)  # fmt: skip
+        except subprocess.TimeoutExpired:
+            return f"no answer in {timeout:.0f} s"
+        if done.returncode == 0:
+            return ""
+        log.seek(0)
+        lines = log.read().splitlines()
+        return next(
+            (ln for ln in lines if ln.startswith("npm error") and " code " in ln), f"exit status {done.returncode}"
+        )
 
 
 def codex() -> Path:

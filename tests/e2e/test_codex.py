@@ -22,6 +22,12 @@ from .stubs.openai_responses import ResponsesStub
 
 pytestmark = pytest.mark.e2e
 
+
+@pytest.fixture(autouse=True)
+def client_installed() -> None:
+    """Skip (one line saying why) before any set-up when the client cannot be had."""
+    clients.codex()
+
 CODEX_SAID = "From now on always use httpx instead of requests for HTTP calls in this project."
 CLAUDE_ASKS_HTTP = "Which HTTP client library should the new webhook sender use here?"
 

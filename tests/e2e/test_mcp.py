@@ -19,6 +19,12 @@ from .stubs.openai_responses import ResponsesStub
 
 pytestmark = pytest.mark.e2e
 
+
+@pytest.fixture(autouse=True)
+def client_installed() -> None:
+    """Skip (one line saying why) before any set-up when the client cannot be had."""
+    clients.codex()
+
 BODY = "# Deploys go through the release train\nNever deploy billing on Fridays; use the Monday release train."
 
 
