@@ -1,23 +1,20 @@
 """What each agent host calls our hook events, how long it waits, and how it runs a command: pure data.
 
-Standard library only: the hook adapter (`hooks.adapters`, on the prompt path) and the installers
-(`hosts.install`) both read it. Claude Code's own entries stay in `claude.settings`.
+Standard library only, and light (no dataclasses): the hook adapter (`hooks.adapters`, on the prompt
+path) and the installers (`hosts.install`) both read it. Claude Code's own entries stay in `claude.settings`.
 """
 
 from __future__ import annotations
 
 import re
-import shlex
-import subprocess
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 CODEX, GEMINI = "codex", "gemini"
 LAUNCHER = "host_event"  # memvault/hooks/host_event.py: `<python> host_event.py <host> <host event>`
 
 
-@dataclass(frozen=True)
-class Event:
+class Event(NamedTuple):
     """One host event we hook: its name there, the core event it runs, its matcher and timeout (seconds)."""
 
     name: str
@@ -26,8 +23,7 @@ class Event:
     timeout_s: int
 
 
-@dataclass(frozen=True)
-class Host:
+class Host(NamedTuple):
     name: str
     title: str
     events: tuple[Event, ...]
@@ -79,6 +75,9 @@ def shell_command(argv: Sequence[str], flavour: str) -> str:
     `posix`: `sh`/`bash -c` (Codex and Gemini on Linux and macOS); `powershell`: Gemini on Windows
     (a quoted program needs the call operator); `cmd`: `cmd /C` (quotes only where a space needs them).
     """
+    import shlex  # here, not at the top: the hook adapter imports this module on the prompt path
+    import subprocess
+
     if flavour == "posix":
         return shlex.join(argv)
     if flavour == "powershell":
