@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -130,3 +131,36 @@ def test_the_host_launcher_never_imports_click_rich_yaml_or_the_model(hook_vault
             timeout=60,
         )
         assert result.stderr.strip().splitlines()[-1] == "[]", result.stderr
+
+
+def test_a_crashed_codex_session_is_reflected_from_its_rollout_by_the_next_start(
+    hook_vault: Path, tmp_path: Path
+) -> None:
+    rollout = tmp_path / "rollout.jsonl"
+    shutil.copy(FIXTURES / "codex" / "rollout-2026-11-23T16-01-11-01a20923-d05c-7000-840f-bbc0244fbef1.jsonl", rollout)
+    start = recorded("codex", "SessionStart:startup", transcript_path=str(rollout))
+    assert run("codex", "SessionStart", start).returncode == 0
+    session = start["session_id"]
+    wait_for_job("start", 1)
+    two_hours_ago = time.time() - 7200  # … then Codex died without Stop or SessionEnd
+    for path in (rollout, runtime.marker(session, "start")):
+        os.utime(path, (two_hours_ago, two_hours_ago))
+    later = recorded("gemini", "SessionStart:startup", transcript_path=str(tmp_path / "none.jsonl"))
+    assert run("gemini", "SessionStart", later).returncode == 0  # any agent's next session sweeps
+    wait_for_job("start", 2)
+    sweep = [r for r in runtime.read_log() if r.get("hook") == "job:start"][-1]
+    assert sweep["reflected_sessions"] == [session], sweep
+    assert runtime.marker(session, "reflected").exists()
+    from memvault import open_vault
+
+    captured = [e for e in open_vault(hook_vault).list() if "httpx" in e.title.lower() or "httpx" in e.path]
+    assert captured, "the preference stated in the crashed Codex session was not captured"
+
+
+def wait_for_job(kind: str, count: int, timeout: float = 90) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if len([r for r in runtime.read_log() if r.get("hook") == f"job:{kind}"]) >= count:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"job:{kind} did not run {count}×: {list(runtime.read_log())[-3:]}")
