@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .transcript import TOOL_ERROR_CHARS, Cursor, Transcript, Turn, clean, error_excerpt, frame
+from .transcript import TOOL_ERROR_CHARS, Cursor, Transcript, Turn, clean, error_excerpt, frame, line_object
 
 _HARNESS_PREFIXES = ("<environment_context>", "<user_instructions>", "<skills_instructions>", "# AGENTS.md")
 _EXIT = re.compile(r"^Process exited with code (-?\d+)$", re.M)
@@ -31,7 +31,7 @@ def read(path: Path, cursor: Cursor | None = None) -> Transcript:
     parsed = 0
     for i, raw in enumerate(raw_lines):
         lineno = cursor.line + i + 1
-        obj, reason = _object(raw)
+        obj, reason = line_object(raw)
         if obj is not None:
             payload: dict[str, Any] = obj["payload"] if isinstance(obj.get("payload"), dict) else {}
             if obj.get("type") == "session_meta":
@@ -46,16 +46,6 @@ def read(path: Path, cursor: Cursor | None = None) -> Transcript:
             parsed += 1
     return Transcript(path, session_id or _id_from_name(path), cwd, turns, new_cursor, len(raw_lines), skipped,
                       parsed, pending)  # fmt: skip
-
-
-def _object(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
-    if not raw.strip():
-        return None, "blank"
-    try:
-        obj = json.loads(raw.decode("utf-8", errors="replace"))
-    except ValueError:
-        return None, "bad_json"
-    return (obj, None) if isinstance(obj, dict) else (None, "not_object")
 
 
 def _line(obj: dict[str, Any], payload: dict[str, Any], lineno: int) -> tuple[Turn | None, str | None]:

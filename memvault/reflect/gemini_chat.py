@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .transcript import TOOL_ERROR_CHARS, Cursor, Transcript, Turn, clean, error_excerpt, frame
+from .transcript import TOOL_ERROR_CHARS, Cursor, Transcript, Turn, clean, error_excerpt, frame, line_object
 
 _HOOK_CONTEXT = re.compile(r"<hook_context>.*?(?:</hook_context>|\Z)", re.DOTALL)
 
@@ -32,7 +32,7 @@ def read(path: Path, cursor: Cursor | None = None) -> Transcript:
     for i, raw in enumerate(raw_lines):
         lineno = i + 1
         counted = lineno > cursor.line
-        obj, reason = _object(raw)
+        obj, reason = line_object(raw)
         new: list[Turn] = []
         if obj is not None:
             if isinstance(obj.get("sessionId"), str) and "projectHash" in obj:
@@ -59,16 +59,6 @@ def read(path: Path, cursor: Cursor | None = None) -> Transcript:
         turns = []
     return Transcript(path, session_id or path.stem, None, turns, new_cursor, max(0, len(raw_lines) - cursor.line),
                       skipped, parsed, pending)  # fmt: skip
-
-
-def _object(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
-    if not raw.strip():
-        return None, "blank"
-    try:
-        obj = json.loads(raw.decode("utf-8", errors="replace"))
-    except ValueError:
-        return None, "bad_json"
-    return (obj, None) if isinstance(obj, dict) else (None, "not_object")
 
 
 def _message(message: Any, lineno: int, seen: set[str]) -> tuple[list[Turn], str | None]:

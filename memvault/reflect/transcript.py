@@ -149,6 +149,16 @@ def frame(path: Path, cursor: Cursor) -> tuple[list[bytes], Cursor, int]:
     return raw_lines, Cursor(cursor.offset + late_newline + consumed, cursor.line + len(raw_lines)), pending
 
 
+def line_object(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
+    """One JSONL line as an object, or None and the reason it is skipped (`blank`, `bad_json`, `not_object`)."""
+    if not raw.strip():
+        return None, "blank"
+    obj = _loads(raw)
+    if obj is _BAD:
+        return None, "bad_json"
+    return (obj, None) if isinstance(obj, dict) else (None, "not_object")
+
+
 def _loads(raw: bytes) -> Any:
     try:
         return json.loads(raw.decode("utf-8", errors="replace"))

@@ -27,6 +27,7 @@ INSTALL_TIMEOUT_S = 300
 NPM_NETWORK = ("--fetch-retries=1", "--fetch-retry-mintimeout=2000", "--fetch-retry-maxtimeout=5000",
                "--fetch-timeout=30000")  # fmt: skip
 _unavailable: dict[str, str] = {}  # package@version -> why it cannot be had (asked once per test run)
+_ready: dict[str, Path] = {}  # package@version -> its executable, checked to run (once per test run)
 
 
 def cache_root() -> Path:
@@ -38,6 +39,8 @@ def cache_root() -> Path:
 def npm_client(package: str, version: str, binary: str) -> Path:
     """The client's executable from a cached `npm install` of exactly `package@version`; skips when impossible."""
     key = f"{package}@{version}"
+    if key in _ready:
+        return _ready[key]
     if key in _unavailable:
         pytest.skip(_unavailable[key])
     node, npm = shutil.which("node"), shutil.which("npm")
@@ -59,7 +62,9 @@ def npm_client(package: str, version: str, binary: str) -> Path:
             staging.rename(folder)
     version_out = subprocess.run([str(exe), "--version"], capture_output=True, text=True, timeout=120)
     if version not in version_out.stdout:
-        pytest.skip(f"e2e: {package}@{version} does not run here: {(version_out.stderr or version_out.stdout)[:200]}")
+        _unavailable[key] = f"e2e: {key} does not run here: {(version_out.stderr or version_out.stdout).strip()[:200]}"
+        pytest.skip(_unavailable[key])
+    _ready[key] = exe
     return exe
 
 

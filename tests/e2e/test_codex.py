@@ -6,7 +6,6 @@ run without `--dangerously-bypass-hook-trust`: the hooks run only because the tr
 
 from __future__ import annotations
 
-import json
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -27,9 +26,6 @@ pytestmark = pytest.mark.e2e
 def client_installed() -> None:
     """Skip (one line saying why) before any set-up when the client cannot be had."""
     clients.codex()
-
-CODEX_SAID = "From now on always use httpx instead of requests for HTTP calls in this project."
-CLAUDE_ASKS_HTTP = "Which HTTP client library should the new webhook sender use here?"
 
 
 class Codex:
@@ -75,10 +71,6 @@ def developer_texts(body: dict[str, Any]) -> list[str]:
     ]
 
 
-def host_log(host: str) -> list[dict[str, Any]]:
-    return [r for r in runtime.read_log() if r.get("host") == host]
-
-
 def test_a_codex_session_gets_what_a_claude_code_session_taught_by_hook_and_by_mcp(
     tmp_path: Path, memvault_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -102,9 +94,9 @@ def test_a_codex_session_gets_what_a_claude_code_session_taught_by_hook_and_by_m
     assert "mcp__memvault" in tools  # the MCP server's tools, offered to the model
     output = next(i["output"] for i in second["input"] if i.get("type") == "function_call_output")
     assert taught in output  # the MCP recall, scripted through the stub, found it too
-    hooks = [r["hook"] for r in host_log("codex")]
+    hooks = [r["hook"] for r in vaults.host_log("codex")]
     assert hooks[:2] == ["SessionStart", "UserPromptSubmit"] and "Stop" in hooks
-    assert all(r["result"] in ("success", "partial") for r in host_log("codex")), host_log("codex")
+    assert all(r["result"] in ("success", "partial") for r in vaults.host_log("codex")), vaults.host_log("codex")
     assert [r["hook"] for r in runtime.read_log() if r.get("host") == "mcp"] == ["mcp:recall"]
 
 
@@ -114,19 +106,17 @@ def test_a_preference_stated_in_codex_is_reflected_and_recalled_in_claude_code(
     vault = vaults.make_vault(tmp_path, memvault_home)
     with ResponsesStub(["Noted: httpx from now on."]) as stub:
         codex = Codex(tmp_path, memvault_home, stub, monkeypatch)
-        result = codex.exec(CODEX_SAID)
+        result = codex.exec(vaults.HTTPX_SAID)
         assert result.returncode == 0, result.stderr[-2000:]
-        session = host_log("codex")[0]["session"]
+        session = vaults.host_log("codex")[0]["session"]
         written = vaults.reflected(session)  # Stop scheduled it; the offline miner ran in the background
         learned = next(p for p in written if "httpx" in vaults.note_text(vault, p))
         assert f"source: {session}" in vaults.note_text(vault, learned)
 
         resumed = codex.exec("And which HTTP client did I say to use?", "resume", "--last")
         assert resumed.returncode == 0, resumed.stderr[-2000:]
-    starts = [r for r in host_log("codex") if r["hook"] == "SessionStart"]
+    starts = [r for r in vaults.host_log("codex") if r["hook"] == "SessionStart"]
     assert [r["source"] for r in starts] == ["startup", "resume"] and starts[1]["session"] == session
 
-    asked = vaults.claude_hook("user_prompt_submit", {"session_id": "claude-2", "hook_event_name": "UserPromptSubmit",
-                                                      "prompt": CLAUDE_ASKS_HTTP, "cwd": str(tmp_path)})  # fmt: skip
-    context = json.loads(asked.stdout)["hookSpecificOutput"]["additionalContext"]
+    context = vaults.claude_recall(vaults.CLAUDE_ASKS_HTTP)
     assert learned in context  # Claude Code now knows what was said in Codex

@@ -29,9 +29,6 @@ def client_installed() -> None:
     """Skip (one line saying why) before any set-up when the client cannot be had."""
     clients.gemini()
 
-GEMINI_SAID = "From now on always use httpx instead of requests for HTTP calls in this project."
-CLAUDE_ASKS_HTTP = "Which HTTP client library should the new webhook sender use here?"
-
 
 class Gemini:
     """A throwaway Gemini CLI home wired to a stub, with memvault installed into it as a user would."""
@@ -62,10 +59,6 @@ def texts(body: dict[str, Any]) -> str:
     )
 
 
-def host_log(host: str) -> list[dict[str, Any]]:
-    return [r for r in runtime.read_log() if r.get("host") == host]
-
-
 def test_a_gemini_session_gets_what_a_claude_code_session_taught_by_hook_and_by_mcp(
     tmp_path: Path, memvault_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -87,9 +80,9 @@ def test_a_gemini_session_gets_what_a_claude_code_session_taught_by_hook_and_by_
     assert "mcp_memvault_recall" in declared
     responses = [p["functionResponse"] for c in second["contents"] for p in c["parts"] if "functionResponse" in p]
     assert responses and taught in json.dumps(responses[-1])  # the MCP recall, scripted through the stub
-    prompt = next(r for r in host_log("gemini") if r["hook"] == "UserPromptSubmit")["prompt"]
+    prompt = next(r for r in vaults.host_log("gemini") if r["hook"] == "UserPromptSubmit")["prompt"]
     assert prompt == vaults.CLAUDE_ASKED  # the SessionStart text glued onto the prompt was cut off again
-    assert [r["hook"] for r in host_log("gemini")][:2] == ["SessionStart", "UserPromptSubmit"]
+    assert [r["hook"] for r in vaults.host_log("gemini")][:2] == ["SessionStart", "UserPromptSubmit"]
 
 
 def test_a_preference_stated_in_gemini_is_reflected_and_recalled_in_claude_code(
@@ -98,15 +91,15 @@ def test_a_preference_stated_in_gemini_is_reflected_and_recalled_in_claude_code(
     vault = vaults.make_vault(tmp_path, memvault_home)
     with GeminiStub(["Noted: httpx from now on.", "You said httpx."]) as stub:
         gemini = Gemini(tmp_path, memvault_home, stub, monkeypatch)
-        result = gemini.run("-p", GEMINI_SAID)
+        result = gemini.run("-p", vaults.HTTPX_SAID)
         assert result.returncode == 0, result.stderr[-2000:]
-        session = host_log("gemini")[0]["session"]
+        session = vaults.host_log("gemini")[0]["session"]
         written = vaults.reflected(session)  # AfterAgent scheduled it (SessionEnd too)
         learned = next(p for p in written if "httpx" in vaults.note_text(vault, p))
 
         resumed = gemini.run("--resume", "latest", "-p", "And which HTTP client did I say to use?")
         assert resumed.returncode == 0, resumed.stderr[-2000:]
-    starts = [r for r in host_log("gemini") if r["hook"] == "SessionStart"]
+    starts = [r for r in vaults.host_log("gemini") if r["hook"] == "SessionStart"]
     assert [r["source"] for r in starts] == ["startup", "resume"] and starts[1]["session"] == session
     chats = sorted((gemini.home / ".gemini" / "tmp").glob(f"*/chats/session-*-{session[:8]}.jsonl"))
     assert 1 <= len(chats) <= 2  # a resume in a later minute makes a second, nearly empty file for the session
@@ -116,7 +109,5 @@ def test_a_preference_stated_in_gemini_is_reflected_and_recalled_in_claude_code(
     real = Path(marker["transcript_path"])  # never the stray file, which SessionStart is handed on resume
     assert real in chats and "which HTTP client did I say" in real.read_text(encoding="utf-8")
 
-    asked = vaults.claude_hook("user_prompt_submit", {"session_id": "claude-2", "hook_event_name": "UserPromptSubmit",
-                                                      "prompt": CLAUDE_ASKS_HTTP, "cwd": str(tmp_path)})  # fmt: skip
-    context = json.loads(asked.stdout)["hookSpecificOutput"]["additionalContext"]
+    context = vaults.claude_recall(vaults.CLAUDE_ASKS_HTTP)
     assert learned in context  # Claude Code now knows what was said in Gemini CLI

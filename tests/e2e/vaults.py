@@ -20,6 +20,9 @@ from ..conftest import EXAMPLE_VAULT, REPO
 CLAUDE_HOOKS = REPO / "memvault" / "hooks"
 # What the user tells Claude Code, and how another agent later asks about it.
 CLAUDE_SAID = "From now on, always use structlog for logging in this service, never the stdlib logging module."
+# What the user tells Codex CLI or Gemini CLI, and how Claude Code later asks about it.
+HTTPX_SAID = "From now on always use httpx instead of requests for HTTP calls in this project."
+CLAUDE_ASKS_HTTP = "Which HTTP client library should the new webhook sender use here?"
 CLAUDE_ASKED = "Which logging library should I use for the new service module?"
 
 
@@ -86,6 +89,18 @@ def reflected(session: str, timeout: float = 90.0) -> list[str]:
 
     wait_for(done, timeout, lambda: f"no reflection of {session} wrote anything: {jobs()}")
     return written
+
+
+def host_log(host: str) -> list[dict[str, Any]]:
+    """The hook log's lines of one agent (`codex`, `gemini`, `mcp`)."""
+    return [r for r in runtime.read_log() if r.get("host") == host]
+
+
+def claude_recall(prompt: str, session: str = "claude-later") -> str:
+    """What Claude Code's prompt hook injects for `prompt` in a new session."""
+    asked = claude_hook("user_prompt_submit", {"session_id": session, "hook_event_name": "UserPromptSubmit",
+                                               "prompt": prompt})  # fmt: skip
+    return str(json.loads(asked.stdout)["hookSpecificOutput"]["additionalContext"]) if asked.stdout.strip() else ""
 
 
 def jobs() -> list[dict[str, Any]]:
