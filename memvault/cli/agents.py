@@ -14,6 +14,7 @@ from memvault import config as config_mod
 from memvault import paths as paths_mod
 from memvault.hosts import install as hosts_install
 from memvault.hosts import places, spec
+from memvault.hosts import uninstall as hosts_uninstall
 
 from .group import err, out
 
@@ -114,17 +115,17 @@ def install_mcp(client: str, approve: bool | None, dry_run: bool, as_json: bool)
 
 
 def uninstall_host(host: str, dry_run: bool, as_json: bool) -> dict[str, Any]:
-    plan = hosts_install.plan_uninstall_hooks(host)
+    plan = hosts_uninstall.plan_uninstall_hooks(host)
     if not dry_run and plan.changed:
-        hosts_install.apply_uninstall(plan)
+        hosts_uninstall.apply_uninstall(plan)
     _show(plan, dry_run, as_json, installing=False)
     return {**plan.as_dict(), "dry_run": dry_run}
 
 
 def uninstall_mcp(client: str, dry_run: bool, as_json: bool) -> dict[str, Any]:
-    plan = hosts_install.plan_uninstall_mcp(client)
+    plan = hosts_uninstall.plan_uninstall_mcp(client)
     if not dry_run and plan.changed:
-        hosts_install.apply_uninstall(plan)
+        hosts_uninstall.apply_uninstall(plan)
     _show(plan, dry_run, as_json, installing=False)
     return {**plan.as_dict(), "dry_run": dry_run}
 

@@ -3,8 +3,7 @@
 Every file is changed the way Claude Code's settings are (`claude.installer`): planned first, backed
 up to `<file>.memvault-backup` before the first change, written atomically, with a manifest in the
 state folder recording what the file was before. Other tools' hooks, servers and keys are left as
-they are. Uninstall takes out only what memvault added, and puts back the original bytes when
-nothing else in the file changed since (or deletes a file the install created).
+they are. The undo is `hosts.uninstall`.
 
 What differs per host lives in `hosts.spec` (events, timeouts, shell) and `hosts.codex_toml` (trust).
 """
@@ -157,7 +156,7 @@ def plan_hooks(
     merged = json.loads(hooks_edit.after) if hooks_edit.after is not None else _json_data(hooks_edit.before)
     config = home / "config.toml"
     before = read_bytes(config)
-    text = _decode(before)
+    text = decode(before)
     data = codex_toml.parse(text, str(config))
     features: dict[str, Any] = data["features"] if isinstance(data.get("features"), dict) else {}
     if features.get("hooks") is False or features.get("codex_hooks") is False:
@@ -183,7 +182,7 @@ def plan_hooks(
 def trusted_before() -> bool:
     """Whether an earlier install wrote memvault's hook-trust block into Codex's config.toml."""
     raw = read_bytes(places.codex_home() / "config.toml")
-    return raw is not None and codex_toml.block_span(_decode(raw), TRUST_BLOCK) is not None
+    return raw is not None and codex_toml.block_span(decode(raw), TRUST_BLOCK) is not None
 
 
 def _trust_tables(hooks_file: str, hooks_data: dict[str, Any], config: dict[str, Any]) -> tuple[str, bool]:
@@ -220,7 +219,7 @@ def plan_mcp(client: str, *, approve: bool | None = None, python: PurePath | Non
     plan = Plan(f"mcp:{client}", [])
     if client == "codex":
         before = read_bytes(target)
-        text = _decode(before)
+        text = decode(before)
         outside = codex_toml.parse(codex_toml.without_block(text, MCP_BLOCK), str(target))
         if SERVER in (outside.get("mcp_servers") or {}):
             raise MemvaultError(
@@ -244,7 +243,9 @@ def plan_mcp(client: str, *, approve: bool | None = None, python: PurePath | Non
         if client == "gemini":
             entry["timeout"] = 60000
             if approve is None:
-                approve = _json_data(read_bytes(target)).get("mcpServers", {}).get(SERVER, {}).get("trust") is True
+                servers = _json_data(read_bytes(target)).get("mcpServers")
+                earlier = servers.get(SERVER) if isinstance(servers, dict) else None
+                approve = isinstance(earlier, dict) and earlier.get("trust") is True
             if approve:
                 entry["trust"] = True  # tool calls run without a confirmation prompt
         plan.edits.append(_merge_server(target, entry, f"mcp-{client}"))
@@ -258,7 +259,7 @@ def plan_mcp(client: str, *, approve: bool | None = None, python: PurePath | Non
 
 def _merge_hooks(target: Path, entries: dict[str, dict[str, Any]], label: str) -> Edit:
     before = read_bytes(target)
-    text = _decode(before)
+    text = decode(before)
     current = cs.parse(text, str(target))
     merged = cs.merge(current, entries, ours=spec.our_hook)
     after = cs.dump(merged.data, like=text) if merged.changed else None
@@ -274,7 +275,7 @@ def _merge_hooks(target: Path, entries: dict[str, dict[str, Any]], label: str) -
 
 def _merge_server(target: Path, entry: dict[str, Any], label: str) -> Edit:
     before = read_bytes(target)
-    text = _decode(before)
+    text = decode(before)
     current = cs.parse(text, str(target))
     servers = current.get("mcpServers")
     if servers is not None and not isinstance(servers, dict):
@@ -296,7 +297,7 @@ def _merge_server(target: Path, entry: dict[str, Any], label: str) -> Edit:
 
 
 def _text_edit(target: Path, before: bytes | None, new: str, label: str, what: str) -> Edit:
-    old = _decode(before)
+    old = decode(before)
     after = new if new != old else None
     outside = codex_toml.outside_blocks(new, TRUST_BLOCK, MCP_BLOCK)
     extra = {"outside_sha256": hashlib.sha256(outside.encode("utf-8")).hexdigest()}
@@ -334,124 +335,7 @@ def apply(plan: Plan) -> None:
             disk.atomic_write(edit.backup, edit.before)
         edit.path.parent.mkdir(parents=True, exist_ok=True)
         disk.atomic_write(real_path(edit.path), edit.after.encode("utf-8"))
-        _write_manifest(edit.path, edit.manifest)
-
-
-# ---- uninstalling --------------------------------------------------------------------------------
-
-
-def plan_uninstall_hooks(host: str) -> Plan:
-    if host == spec.GEMINI:
-        return Plan(host, [_unmerge(places.gemini_dir() / "settings.json", hooks=True, server=False)])
-    if host != spec.CODEX:
-        raise MemvaultError(f"unknown host {host!r}: codex or gemini", code="usage")
-    home = places.codex_home()
-    return Plan(
-        host, [_unmerge(home / "hooks.json", hooks=True, server=False), _unblock(home / "config.toml", TRUST_BLOCK)]
-    )
-
-
-def plan_uninstall_mcp(client: str) -> Plan:
-    if client not in MCP_CLIENTS:
-        raise MemvaultError(f"unknown MCP client {client!r}: {', '.join(MCP_CLIENTS)}", code="usage")
-    target = MCP_CLIENTS[client]()
-    edit = _unblock(target, MCP_BLOCK) if client == "codex" else _unmerge(target, hooks=False, server=True)
-    return Plan(f"mcp:{client}", [edit])
-
-
-def _unmerge(target: Path, *, hooks: bool, server: bool) -> Edit:
-    manifest = load_manifest(target)
-    before = read_bytes(target)
-    if before is None:
-        return Edit(target, None, None, manifest or {})
-    text = _decode(before)
-    current = cs.parse(text, str(target))
-    data, done = copy.deepcopy(current), []
-    if hooks:
-        created = frozenset(manifest.get("created_events", [])) if manifest else None
-        result = cs.unmerge(
-            data, created, manifest.get("created_hooks_key", True) if manifest else True, ours=spec.our_hook
-        )
-        data = result.data
-        done += [f"remove hook {e}" for e in result.removed]
-    servers = data.get("mcpServers")
-    if server and isinstance(servers, dict) and is_our_server(servers.get(SERVER)):
-        del servers[SERVER]
-        if not servers and (manifest or {}).get("created_servers_key", True):
-            del data["mcpServers"]
-        done.append(f"remove the MCP server {SERVER!r}")
-    if not done:
-        return Edit(target, before, None, manifest or {})
-    still_ours = _has_ours(data)
-    original = _original_json(manifest)
-    if original is not None and data == original[0] and not still_ours:
-        after: str | None = "" if original[1] is None else original[1].decode("utf-8")
-        done.append(
-            "restore the original file byte for byte"
-            if original[1] is not None
-            else "delete the file (memvault created it)"
-        )
-    else:
-        after = cs.dump(data, like=text)
-    edit = Edit(target, before, after, {} if not still_ours else (manifest or {}), done)
-    edit.manifest["_restore"] = original is not None and data == original[0] and not still_ours
-    return edit
-
-
-def _unblock(target: Path, name: str) -> Edit:
-    manifest = load_manifest(target)
-    before = read_bytes(target)
-    text = _decode(before)
-    if before is None or codex_toml.block_span(text, name) is None:
-        return Edit(target, before, None, manifest or {})
-    after = codex_toml.without_block(text, name)
-    done = [f"remove memvault's {name} block"]
-    other = TRUST_BLOCK if name == MCP_BLOCK else MCP_BLOCK
-    still_ours = codex_toml.block_span(after, other) is not None
-    restore = False
-    if manifest and not still_ours:
-        outside = hashlib.sha256(codex_toml.outside_blocks(text, TRUST_BLOCK, MCP_BLOCK).encode("utf-8")).hexdigest()
-        original = _original_bytes(manifest)
-        if outside == manifest.get("outside_sha256") and (original is not None or not manifest.get("existed")):
-            after, restore = ("" if original is None else original.decode("utf-8")), True
-            done.append(
-                "restore the original file byte for byte"
-                if original is not None
-                else "delete the file (memvault created it)"
-            )
-    edit = Edit(target, before, after, (manifest or {}) if still_ours else {}, done)
-    edit.manifest["_restore"] = restore
-    return edit
-
-
-def _has_ours(data: dict[str, Any]) -> bool:
-    servers = data.get("mcpServers")
-    if isinstance(servers, dict) and is_our_server(servers.get(SERVER)):
-        return True
-    hooks = data.get("hooks")
-    return isinstance(hooks, dict) and any(
-        spec.our_hook(h) for groups in hooks.values() if isinstance(groups, list)
-        for g in groups if isinstance(g, dict) for h in (g.get("hooks") or [])
-    )  # fmt: skip
-
-
-def apply_uninstall(plan: Plan) -> None:
-    for edit in plan.edits:
-        if edit.after is None:
-            continue
-        manifest = load_manifest(edit.path)
-        restore = edit.manifest.pop("_restore", False)
-        if restore and manifest is not None and not manifest.get("existed"):
-            disk.remove(real_path(edit.path))
-        else:
-            disk.atomic_write(real_path(edit.path), edit.after.encode("utf-8"))
-        if edit.manifest:  # memvault still has something in this file
-            _write_manifest(edit.path, edit.manifest)
-            continue
-        if restore and edit.backup.exists():
-            disk.remove(edit.backup)
-        if manifest is not None:
-            disk.remove(manifest_path(edit.path))
+        write_manifest(edit.path, edit.manifest)
 
 
 # ---- manifests and small helpers -----------------------------------------------------------------
@@ -471,37 +355,16 @@ def load_manifest(target: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) and data.get("file") == str(target) else None
 
 
-def _write_manifest(target: Path, data: dict[str, Any]) -> None:
+def write_manifest(target: Path, data: dict[str, Any]) -> None:
     path = manifest_path(target)
     paths.ensure_private_dir(path.parent)
     clean = {k: v for k, v in data.items() if not k.startswith("_")}
     disk.atomic_write(path, (json.dumps(clean, indent=2) + "\n").encode("utf-8"))
 
 
-def _original_bytes(manifest: dict[str, Any]) -> bytes | None:
-    if not manifest.get("existed"):
-        return None
-    return read_bytes(Path(manifest["file"] + BACKUP_SUFFIX))
-
-
-def _original_json(manifest: dict[str, Any] | None) -> tuple[dict[str, Any], bytes | None] | None:
-    """The file's data and bytes before the first install, when known."""
-    if manifest is None:
-        return None
-    if not manifest.get("existed"):
-        return {}, None
-    raw = _original_bytes(manifest)
-    if raw is None:
-        return None
-    try:
-        return cs.parse(raw.decode("utf-8-sig"), "the backup"), raw
-    except (MemvaultError, UnicodeDecodeError):
-        return None
-
-
-def _decode(raw: bytes | None) -> str:
+def decode(raw: bytes | None) -> str:
     return raw.decode("utf-8-sig") if raw is not None else ""
 
 
 def _json_data(raw: bytes | None) -> dict[str, Any]:
-    return cs.parse(_decode(raw), "hooks.json")
+    return cs.parse(decode(raw), "hooks.json")
