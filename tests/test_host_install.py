@@ -190,3 +190,18 @@ def test_the_installed_codex_command_runs_as_written_through_a_shell(homes, vaul
     out = json.loads(result.stdout)
     assert out["hookSpecificOutput"]["hookEventName"] == "SessionStart"
     assert "Core dev flow" in out["hookSpecificOutput"]["additionalContext"]
+
+
+def test_codex_hooks_switched_off_are_switched_on_only_with_consent_and_back_off_at_uninstall(homes) -> None:
+    codex = homes["codex"]
+    codex.mkdir()
+    original = 'model = "o4"\n\n[features]\n# off while I test something\nhooks = false   # mine\nplugins = false\n'
+    (codex / "config.toml").write_text(original)
+    result = run("install", "--host", "codex", "--no-trust-hooks", "--no-enable-hooks")
+    assert "switched off" in result.output and (codex / "config.toml").read_text() == original
+    run("install", "--host", "codex", "--no-trust-hooks", "--enable-hooks")
+    text = (codex / "config.toml").read_text()
+    assert "hooks = true   # mine" in text and "# off while I test something" in text and "plugins = false" in text
+    assert codex_toml.parse(text, "config.toml")["features"] == {"hooks": True, "plugins": False}
+    run("uninstall", "--host", "codex")
+    assert (codex / "config.toml").read_text() == original

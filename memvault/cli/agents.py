@@ -38,6 +38,11 @@ trust_option = click.option(
     default=None,
     help="Codex: mark memvault's hooks trusted in config.toml (Codex skips untrusted hooks). Asked when not given.",
 )
+enable_option = click.option(
+    "--enable-hooks/--no-enable-hooks",
+    default=None,
+    help="Codex: where config.toml switches hooks off ([features] hooks = false), set it to true. Asked when needed.",
+)
 approve_option = click.option(
     "--approve-tools/--no-approve-tools",
     default=None,
@@ -78,7 +83,17 @@ def _consent(given: bool | None, question: str, dry_run: bool, as_json: bool, ea
     return click.confirm(question, default=False, err=True)
 
 
-def install_host(host: str, trust: bool | None, vault: Path | None, dry_run: bool, as_json: bool) -> dict[str, Any]:
+def install_host(
+    host: str, trust: bool | None, enable: bool | None, vault: Path | None, dry_run: bool, as_json: bool
+) -> dict[str, Any]:
+    if host == spec.CODEX and hosts_install.codex_hooks_disabled():
+        enable = _consent(
+            enable,
+            "Codex CLI's config.toml switches hooks off ([features] hooks = false). Switch them on?",
+            dry_run,
+            as_json,
+            False,
+        )
     if host == spec.CODEX:
         trust = _consent(
             trust,
@@ -87,7 +102,7 @@ def install_host(host: str, trust: bool | None, vault: Path | None, dry_run: boo
             as_json,
             hosts_install.trusted_before(),
         )
-    plan = hosts_install.plan_hooks(host, trust=bool(trust))
+    plan = hosts_install.plan_hooks(host, trust=bool(trust), enable=bool(enable))
     if not dry_run and plan.changed:
         hosts_install.apply(plan)
     recorded = _record_vault(vault, dry_run)

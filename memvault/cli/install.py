@@ -34,6 +34,7 @@ _dry_run = click.option("--dry-run", is_flag=True, help="Show what would change;
 @agents.host_option
 @agents.mcp_option
 @agents.trust_option
+@agents.enable_option
 @agents.approve_option
 @click.option(
     "--vault",
@@ -55,6 +56,7 @@ def install(
     host: str | None,
     mcp: tuple[str, ...],
     trust_hooks: bool | None,
+    enable_hooks: bool | None,
     approve_tools: bool | None,
     vault: Path | None,
     skill_name: str,
@@ -88,7 +90,7 @@ def install(
         if name == "claude-code":
             results.append(_install_claude(vault, skill_name, scope, project, dry_run, as_json))
         else:
-            results.append(agents.install_host(name, trust_hooks, vault, dry_run, as_json))
+            results.append(agents.install_host(name, trust_hooks, enable_hooks, vault, dry_run, as_json))
     results += [agents.install_mcp(client, approve_tools, dry_run, as_json) for client in agents.mcp_clients(mcp)]
     if as_json:
         print_json(results[0] if len(results) == 1 else {"results": results, "dry_run": dry_run})

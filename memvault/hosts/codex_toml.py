@@ -121,6 +121,30 @@ def with_block(text: str, name: str, body: str) -> str:
     return text + ("" if text.endswith("\n") else newline) + newline + block
 
 
+_FEATURE_OFF = re.compile(r"^(?P<lead>[ \t]*(?:features\.)?(?:hooks|codex_hooks)[ \t]*=[ \t]*)false\b", re.M)
+_TABLE = re.compile(r"^[ \t]*\[", re.M)
+
+
+def hooks_disabled(data: dict[str, Any]) -> bool:
+    """Whether config.toml switches Codex's hooks off (`[features] hooks = false`, or its old name `codex_hooks`)."""
+    features = data.get("features")
+    return isinstance(features, dict) and (features.get("hooks") is False or features.get("codex_hooks") is False)
+
+
+def enable_hooks(text: str) -> str:
+    """`text` with every `hooks = false` / `codex_hooks = false` of the `[features]` table set to true; nothing
+    else changes (comments, spacing, other keys)."""
+    out, table = [], ""
+    for line in text.splitlines(keepends=True):
+        if _TABLE.match(line):
+            table = line.strip().split("]")[0].lstrip("[").strip()
+        dotted = line.lstrip().startswith("features.") and table == ""
+        if table == "features" or dotted:
+            line = _FEATURE_OFF.sub(lambda m: m["lead"] + "true", line)
+        out.append(line)
+    return "".join(out)
+
+
 def outside_blocks(text: str, *names: str) -> str:
     for name in names:
         text = without_block(text, name)

@@ -137,9 +137,15 @@ def is_our_server(entry: Any) -> bool:
 
 
 def plan_hooks(
-    host: str, *, trust: bool = False, python: PurePath | None = None, hooks_dir: PurePath | None = None
+    host: str,
+    *,
+    trust: bool = False,
+    enable: bool = False,
+    python: PurePath | None = None,
+    hooks_dir: PurePath | None = None,
 ) -> Plan:
-    """Merge our hooks into the host's config (Codex: hooks.json, plus trust in config.toml if `trust`)."""
+    """Merge our hooks into the host's config. Codex: hooks.json; with the user's consent also config.toml,
+    `trust` (memvault's trust entries) and `enable` (turn `[features] hooks` back on where it is set false)."""
     python, hooks_dir = python or interpreter(), hooks_dir or HOOKS_DIR
     cs.check_interpreter(python)
     entries = hook_entries(host, python, hooks_dir)
@@ -158,25 +164,38 @@ def plan_hooks(
     before = read_bytes(config)
     text = decode(before)
     data = codex_toml.parse(text, str(config))
-    features: dict[str, Any] = data["features"] if isinstance(data.get("features"), dict) else {}
-    if features.get("hooks") is False or features.get("codex_hooks") is False:
-        plan.warnings.append(
-            f"hooks are switched off in {config} ([features] hooks = false): Codex runs no hooks, memvault's "
-            "included, until you set it to true"
-        )
+    new, done = text, []
+    if codex_toml.hooks_disabled(data):
+        if enable:
+            new = codex_toml.enable_hooks(new)
+            done.append("switch [features] hooks back on")
+        else:
+            plan.warnings.append(
+                f"hooks are switched off in {config} ([features] hooks = false): Codex runs no hooks, memvault's "
+                "included; `--enable-hooks` sets it to true (or edit the file)"
+            )
     outside = codex_toml.parse(codex_toml.without_block(text, TRUST_BLOCK), str(config))  # what the user trusted
     tables, trusted = _trust_tables(str(os.path.abspath(home / "hooks.json")), merged, outside)
     if trust or codex_toml.block_span(text, TRUST_BLOCK) is not None:  # consent given now, or at an earlier install
-        new = (
-            codex_toml.with_block(text, TRUST_BLOCK, tables) if tables else codex_toml.without_block(text, TRUST_BLOCK)
-        )
-        plan.edits.append(_text_edit(config, before, new, "codex-config", "mark memvault's hooks as trusted"))
-    elif not trusted:
+        new = codex_toml.with_block(new, TRUST_BLOCK, tables) if tables else codex_toml.without_block(new, TRUST_BLOCK)
+        done.append("mark memvault's hooks as trusted")
+    if new != text:
+        plan.edits.append(_text_edit(config, before, new, "codex-config", " and ".join(done)))
+    if not trusted and not trust and codex_toml.block_span(text, TRUST_BLOCK) is None:
         plan.notes.append(
             "Codex CLI skips hooks until they are trusted: run `memvault install --host codex --trust-hooks` to "
             "mark memvault's hooks trusted in config.toml, or review them in Codex's /hooks"
         )
     return plan
+
+
+def codex_hooks_disabled() -> bool:
+    """Whether Codex's config.toml switches hooks off (an unreadable file counts as not: planning will say why)."""
+    raw = read_bytes(places.codex_home() / "config.toml")
+    try:
+        return raw is not None and codex_toml.hooks_disabled(codex_toml.parse(decode(raw), "config.toml"))
+    except MemvaultError:
+        return False
 
 
 def trusted_before() -> bool:

@@ -93,10 +93,13 @@ def _unblock(target: Path, name: str) -> Edit:
     manifest = load_manifest(target)
     before = read_bytes(target)
     text = decode(before)
-    if before is None or codex_toml.block_span(text, name) is None:
+    has_block = codex_toml.block_span(text, name) is not None
+    # `install --enable-hooks` may have changed the file outside any block: the backup can still undo that
+    flipped = name == TRUST_BLOCK and manifest is not None and "codex-config" in (manifest.get("labels") or [])
+    if before is None or not (has_block or flipped):
         return Edit(target, before, None, manifest or {})
     after = codex_toml.without_block(text, name)
-    done = [f"remove memvault's {name} block"]
+    done = [f"remove memvault's {name} block"] if has_block else []
     other = TRUST_BLOCK if name == MCP_BLOCK else MCP_BLOCK
     still_ours = codex_toml.block_span(after, other) is not None
     restore = False
@@ -110,6 +113,8 @@ def _unblock(target: Path, name: str) -> Edit:
                 if original is not None
                 else "delete the file (memvault created it)"
             )
+    if not done:
+        return Edit(target, before, None, manifest or {})
     edit = Edit(target, before, after, (manifest or {}) if still_ours else {}, done)
     edit.manifest["_restore"] = restore
     return edit
