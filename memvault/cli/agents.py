@@ -12,6 +12,7 @@ from rich.markup import escape
 
 from memvault import config as config_mod
 from memvault import paths as paths_mod
+from memvault.errors import MemvaultError
 from memvault.hosts import install as hosts_install
 from memvault.hosts import places, spec
 from memvault.hosts import uninstall as hosts_uninstall
@@ -110,6 +111,9 @@ def install_host(
     if recorded and not as_json:
         out.print(f"{'would record' if dry_run else 'recorded'} the vault {escape(str(vault))} in "
                   f"{escape(str(paths_mod.config_file()))}")  # fmt: skip
+    elif not as_json and _no_vault():
+        out.print("no vault is configured yet: run [bold]memvault init PATH[/] with your Obsidian vault "
+                  "(until then the hooks do nothing)")  # fmt: skip
     return {**plan.as_dict(), "dry_run": dry_run}
 
 
@@ -145,11 +149,17 @@ def uninstall_mcp(client: str, dry_run: bool, as_json: bool) -> dict[str, Any]:
     return {**plan.as_dict(), "dry_run": dry_run}
 
 
+def _no_vault() -> bool:
+    try:
+        return config_mod.load().vault_root is None
+    except MemvaultError:  # an invalid config is reported by every other command; not this one's business
+        return False
+
+
 def _record_vault(vault: Path | None, dry_run: bool) -> bool:
     """`--vault` with a non-Claude host: recorded in the config and its MemoryVault/ folders created, as for Claude."""
     if vault is None:
         return False
-    from memvault.errors import MemvaultError
     from memvault.vault.core import open_vault
 
     vault = vault.expanduser().absolute()
