@@ -120,7 +120,7 @@ PASSED_ENV = ("MEMVAULT_HOME", "MEMVAULT_CONFIG")  # where memvault's config liv
 
 def server_entry(python: PurePath) -> dict[str, Any]:
     """`memvault mcp` over stdio, run by this Python (no PATH lookup, no shell). Clients start servers with a
-    reduced environment (Codex keeps little beyond HOME and PATH), so a config location set here goes along."""
+    reduced environment (Codex does not pass MEMVAULT_HOME on), so a config location set here goes along."""
     entry: dict[str, Any] = {"command": str(python), "args": ["-m", "memvault", "mcp"]}
     env = {k: os.environ[k] for k in PASSED_ENV if os.environ.get(k)}
     if env:
