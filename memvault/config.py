@@ -58,6 +58,9 @@ class MemorySettings:
     enabled: bool = True  # kill switch: false turns every hook into a no-op
     review_mode: str = _opt("interactive", choices=("interactive", "silent"))
     log_level: str = _opt("info", choices=("debug", "info", "warning", "error"))
+    # What happens to memvault's own changes: `silent` no change log; `logged` one line each in
+    # MemoryVault/_meta/changelog-YYYY-MM.md; `notify` that, and SessionStart sums up what changed since.
+    transparency: str = _opt("notify", choices=("silent", "logged", "notify"))
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,7 @@ class VaultSettings:
     max_note_kb: int = _opt(200, low=1, high=10_240)
     secrets: str = _opt("refuse", choices=("refuse", "redact"))
     lock_timeout_s: float = _opt(10.0, low=0.1, high=600)
+    protected_folders: tuple[str, ...] = ()  # globs under the MemoryVault folder no automatic process changes
 
 
 @dataclass(frozen=True)
@@ -148,6 +152,7 @@ ENV_OVERRIDES = {
     "MEMVAULT_ENABLED": "memory.enabled",
     "MEMVAULT_REVIEW_MODE": "memory.review_mode",
     "MEMVAULT_LOG_LEVEL": "memory.log_level",
+    "MEMVAULT_TRANSPARENCY": "memory.transparency",
     "AGENT_TOOLKIT_EMBEDDING_MODEL": "embedding.model",  # the seed's name, honoured
     "MEMVAULT_EMBEDDING_MODEL": "embedding.model",  # later in the dict: wins over the seed's name
 }

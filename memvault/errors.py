@@ -11,6 +11,7 @@ REASON_CODES = (
     "conflict",
     "secret",
     "missing",
+    "protected",
 )
 
 
@@ -31,6 +32,12 @@ class MemvaultError(Exception):
 
 class SafetyError(MemvaultError):
     """A write refused by the safety envelope; `code` is one of REASON_CODES."""
+
+
+class ProtectedError(SafetyError):
+    """An automatic change that would modify, move or remove a protected entry (`protected: true`)."""
+
+    code = "protected"
 
 
 class InvalidNote(MemvaultError):

@@ -16,6 +16,7 @@ from typing import Any
 from memvault import runtime
 from memvault.errors import MemvaultError
 from memvault.index import catalog, embed
+from memvault.index.schema import UNREADABLE
 from memvault.recall import analytics
 from memvault.reflect import review as review_mod
 from memvault.reflect import runner
@@ -72,10 +73,12 @@ def check(vault: Vault, *, service: bool = True, now: dt.datetime | None = None,
     index, counted, fresh = _index(vault, listing.notes, problems, warnings)
     # One walk of the vault serves every count; notes unchanged since the last reindex come from the index.
     entries = [fresh.get(rel) or vault.entry(rel) for rel in memory]
+    own = [fresh.get(rel) or vault.entry(rel) for rel in listing.notes
+           if not vault.in_memory(rel) and not disk.is_conflict_copy(rel)]  # fmt: skip
     groups: Counter[str] = Counter(e.group or "(none)" for e in entries)
     kinds: Counter[str] = Counter(e.kind or "(none)" for e in entries)
     statuses: Counter[str] = Counter(e.status for e in entries)
-    invalid = [f"{e.path}: {e.error}" for e in entries if e.error]
+    invalid, skipped = _unread(entries + own, listing.skipped)
     if not vault.memory_dir.is_dir():
         problems.append(f"{vault.folder}/ does not exist in the vault: run `memvault init`")
     for path in journal.conflicts(vault.journal_dir):
@@ -84,7 +87,9 @@ def check(vault: Vault, *, service: bool = True, now: dt.datetime | None = None,
     if copies:
         warnings.append(f"{plural(len(copies), 'sync conflict copy')}: merge them by hand, then delete the copy")
     if invalid:
-        warnings.append(f"{len(invalid)} note(s) with invalid frontmatter or unreadable text: memvault won't edit them")
+        warnings.append(f"{plural(len(invalid), 'note')} with frontmatter YAML rejects: memvault won't edit them")
+    if skipped:
+        warnings.append(f"{plural(len(skipped), 'file')} skipped: not indexed, never recalled (listed above)")
     queues = review_mod.counts_of(entries, vault.config.reflection)
     warnings += queues.warnings
     last = _last_reflection(vault)
@@ -117,10 +122,22 @@ def check(vault: Vault, *, service: bool = True, now: dt.datetime | None = None,
         claude_memory=auto_memory,
         invalid=invalid,
         conflict_copies=copies,
-        skipped=[f"{p}: {why}" for p, why in listing.skipped],
+        skipped=skipped,
         problems=problems,
         warnings=warnings,
     )
+
+
+def _unread(entries: Sequence[Entry], walked: Sequence[tuple[str, str]]) -> tuple[list[str], list[str]]:
+    """Notes with invalid frontmatter ("path: reason"), and every file recall never sees (the same)."""
+    invalid = [
+        f"{e.path}: {e.error}" + (" (never injected until it is fixed)" if e.in_memory else " (recalled by its text)")
+        for e in entries
+        if e.error and e.status != UNREADABLE
+    ]
+    skipped = [f"{path}: {why}" for path, why in walked]
+    skipped += [f"{e.path}: {e.error}" for e in entries if e.error and e.status == UNREADABLE]
+    return invalid, skipped
 
 
 def _last_reflection(vault: Vault) -> dt.datetime | None:

@@ -32,6 +32,15 @@ def config_file() -> Path:
     return (home if home else platformdirs.user_config_path(APP, appauthor=False)) / "config.yaml"
 
 
+def shown(path: Path) -> str:
+    """A file as people and notes see it: `~/…` under the home folder, so no user name is written."""
+    full = Path(os.path.abspath(path))
+    try:
+        return "~/" + full.relative_to(Path.home()).as_posix()
+    except ValueError:
+        return full.as_posix()
+
+
 def state_dir() -> Path:
     home = _home()
     return home / "state" if home else platformdirs.user_state_path(APP, appauthor=False)

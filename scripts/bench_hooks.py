@@ -1,6 +1,6 @@
 """Benchmark every hook as the host runs it: a fresh process fed the event's JSON, on a 20k-note vault.
 
-    python scripts/bench_hooks.py [--size 20000] [--runs 30] [--keep DIR] [--json OUT]
+    python scripts/bench_hooks.py [--locomo FILE] [--size 20000] [--runs 30] [--keep DIR] [--json OUT]
 
 Reports p50/p95 wall time per hook, warm (embedding service up) and cold (service down: keyword-only
 recall, as in a session's first seconds), each next to a bare `python -c pass` timed in the same run,
@@ -29,7 +29,7 @@ import bench_latency as bl  # the synthetic vault and its helpers are shared
 
 REPO = bl.REPO
 HOOKS = REPO / "memvault" / "hooks"
-TRANSCRIPT = REPO.parent / "shared" / "data" / "claude-code-transcripts" / "spotter" / "short.jsonl"
+TRANSCRIPT = REPO / "tests" / "data" / "transcripts" / "spotter" / "short.jsonl"  # a real one, carried in the repo
 TARGETS = {"UserPromptSubmit": "p50 ≤ 3.5×, p95 ≤ 6× bare, never > 300 ms", "SessionStart": "p50 ≤ 150 ms",
            "Stop": "≤ 100 ms"}  # fmt: skip
 
@@ -86,11 +86,13 @@ def measure(
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--locomo", type=Path, help="locomo10.json (default: $MEMVAULT_BENCH_DATA/locomo/)")
     parser.add_argument("--size", type=int, default=20000)
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--keep", type=Path, help="keep (and reuse) the vaults and state under this folder")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
+    bl.use_locomo(args.locomo)
     base = args.keep or Path(tempfile.mkdtemp(prefix="mv-bench-hooks-"))
     home = base / "home"
     vault, donor = base / f"vault-{args.size}", base / "vault-1000"

@@ -1,6 +1,6 @@
 """Benchmark the prompt path and indexing on synthetic vaults: hook latency p50/p95, reindex throughput, memory.
 
-    python scripts/bench_latency.py [--sizes 1000,20000] [--runs 30] [--embed-max 20000] [--json OUT]
+    python scripts/bench_latency.py [--locomo FILE] [--sizes 1000,20000] [--runs 30] [--embed-max 20000] [--json OUT]
 
 For each size it writes a vault of short notes (sentences from the LoCoMo conversations, with
 frontmatter and tags), runs `memvault reindex` as a real subprocess (throughput and peak RSS),
@@ -26,8 +26,11 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_data
+
 REPO = Path(__file__).resolve().parent.parent
-LOCOMO = REPO.parent / "shared" / "data" / "locomo" / "locomo10.json"
+LOCOMO: Path | None = None  # locomo10.json, found by main() (--locomo or $MEMVAULT_BENCH_DATA)
 PROBE = REPO / "scripts" / "prompt_probe.py"
 TAGS = ["python", "postgres", "billing", "search", "ci", "docker", "testing", "frontend", "infra", "oncall"]
 PROMPTS = [
@@ -39,7 +42,14 @@ PROMPTS = [
 ]
 
 
+def use_locomo(given: Path | None) -> None:
+    """Find LoCoMo (its sentences fill the synthetic vaults), or print one `skipped:` line and exit."""
+    global LOCOMO
+    LOCOMO = bench_data.require(given, bench_data.LOCOMO, "--locomo", "LoCoMo (locomo10.json)")
+
+
 def sentences() -> list[str]:
+    assert LOCOMO is not None, "use_locomo() first"
     data = json.loads(LOCOMO.read_text(encoding="utf-8"))
     out = []
     for sample in data:
@@ -159,12 +169,14 @@ def service_peak_mb() -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--locomo", type=Path, help="locomo10.json (default: $MEMVAULT_BENCH_DATA/locomo/)")
     parser.add_argument("--sizes", default="1000,20000", help="ascending; sizes above --embed-max need a smaller one")
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--embed-max", type=int, default=20000)
     parser.add_argument("--keep", type=Path, help="keep the vaults and state under this folder")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
+    use_locomo(args.locomo)
     base = args.keep or Path(tempfile.mkdtemp(prefix="mv-bench-"))
     home = base / "home"
     env = {**os.environ, "MEMVAULT_HOME": str(home), "HF_HUB_OFFLINE": "1"}

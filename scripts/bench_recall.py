@@ -14,13 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import bench_data
+
 from memvault.index import chunking, embed, sync
 from memvault.index import core as ix
 from memvault.recall import fusion, search
 from memvault.store import disk
 
 HERE = Path(__file__).resolve().parent
-LOCOMO = Path("/work/shared/data/locomo/locomo10.json")
 PREFERENCES = HERE / "data" / "preference_set.json"
 FOLDER = "MemoryVault"
 MODES = ("keyword", "vector", "weighted", "rrf", "adaptive")
@@ -449,6 +450,7 @@ def patch_bm25(weights: list[float]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--set", choices=("locomo", "preference", "all"), default="all")
+    parser.add_argument("--locomo", type=Path, help="locomo10.json (default: $MEMVAULT_BENCH_DATA/locomo/)")
     parser.add_argument("--sections", default="turns,observations", help="LoCoMo corpora: turns, observations")
     parser.add_argument("--conversations", type=int, default=0, help="only the first N LoCoMo conversations")
     parser.add_argument("--modes", default=",".join(MODES), help=f"comma-separated subset of {', '.join(MODES)}")
@@ -471,7 +473,13 @@ def main(argv: list[str] | None = None) -> int:
 
     corpora: list[Corpus] = []
     if args.set in ("locomo", "all"):
-        samples = json.loads(LOCOMO.read_text(encoding="utf-8"))
+        found = bench_data.find(args.locomo, bench_data.LOCOMO, "--locomo")
+        what = ("LoCoMo (locomo10.json)", bench_data.LOCOMO, "--locomo")
+        if found is None and args.set == "locomo":
+            bench_data.skip(*what)
+        if found is None:  # the preference set (in the repository) still runs
+            print(bench_data.skipped(*what), flush=True)
+        samples = json.loads(found.read_text(encoding="utf-8")) if found else []
         samples = samples[: args.conversations] if args.conversations else samples
         corpora += [locomo(samples, s.strip(), args.context) for s in args.sections.split(",") if s.strip()]
     if args.set in ("preference", "all"):

@@ -1,6 +1,9 @@
-"""Benchmark reflection on the shared Claude Code transcripts: reader coverage, miner quality, end-to-end speed.
+"""Benchmark reflection on real Claude Code transcripts: reader coverage, miner quality, end-to-end speed.
 
     python scripts/bench_reflect.py [--data DIR] [--labels FILE] [--verbose] [--json]
+
+DIR holds the transcripts the labels name (default: $MEMVAULT_BENCH_DATA/claude-code-transcripts; the
+sources are listed in tests/data/README.md); without it the benchmark prints one `skipped:` line.
 
 1. Reader: for every transcript, lines read, lines parsed into turns, lines skipped by reason, turns,
    offline candidates; then the time to parse and mine all of them.
@@ -31,10 +34,12 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "scripts"))
+
+import bench_data  # noqa: E402
 
 from memvault.reflect import miner, transcript  # noqa: E402
 
-DATA = REPO.parent / "shared" / "data" / "claude-code-transcripts"
 LABELS = REPO / "scripts" / "data" / "reflect_labels.json"
 EXAMPLE_VAULT = REPO / "examples" / "vault"
 SLACK = 3  # evidence within this many lines of a labelled line still matches
@@ -278,12 +283,13 @@ def print_report(result: dict[str, Any], verbose: bool) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--data", type=Path, help="the transcripts folder (default: $MEMVAULT_BENCH_DATA/…)")
     parser.add_argument("--labels", type=Path, default=LABELS)
     parser.add_argument("--verbose", action="store_true", help="list false positives and misses")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument("--no-e2e", action="store_true", help="skip the end-to-end reflection run")
     args = parser.parse_args(argv)
+    args.data = bench_data.require(args.data, bench_data.TRANSCRIPTS, "--data", "the Claude Code transcripts")
     rows, mined, seconds = reader_table(args.data)
     skipped_by: Counter[str] = Counter()
     for r in rows:

@@ -13,12 +13,36 @@ from memvault import open_vault
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE_VAULT = REPO / "examples" / "vault"
-SHARED_DATA = REPO.parent / "shared" / "data"
+# Small third-party fixtures carried in the repository (sources and licences: tests/data/README.md).
+DATA = REPO / "tests" / "data"
+TRANSCRIPTS = DATA / "transcripts"
+KEPANO = DATA / "kepano-obsidian"
+
+
+GITCONFIG = """\
+[user]
+\tname = memvault tests
+\temail = tests@memvault.invalid
+[init]
+\tdefaultBranch = main
+[commit]
+\tgpgsign = false
+"""
+
+
+@pytest.fixture(scope="session")
+def gitconfig(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tests' own git configuration: an identity (a fresh HOME has none), nothing from the user's."""
+    path = tmp_path_factory.mktemp("git") / "gitconfig"
+    path.write_text(GITCONFIG, encoding="utf-8")
+    return path
 
 
 @pytest.fixture(autouse=True)
-def memvault_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A private MEMVAULT_HOME per test; an embedding service a test (or its background jobs) started is stopped."""
+def memvault_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gitconfig: Path) -> Iterator[Path]:
+    """A private MEMVAULT_HOME and the tests' own git config per test; a service the test started is stopped."""
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))  # git (and every subprocess) reads no ~/.gitconfig
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     home = tmp_path / "memvault-home"
     monkeypatch.setenv("MEMVAULT_HOME", str(home))
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude-config"))  # never the real ~/.claude
@@ -32,6 +56,7 @@ def memvault_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[P
         "MEMVAULT_FAULT_AFTER",
         "MEMVAULT_REVIEW_MODE",
         "MEMVAULT_LOG_LEVEL",
+        "MEMVAULT_TRANSPARENCY",
     ):
         monkeypatch.delenv(var, raising=False)
     yield home

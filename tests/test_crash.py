@@ -19,6 +19,7 @@ NEW_SLUG = "MemoryVault/personal-private/preference/pytest-plugins.md"
 REVIEW = "MemoryVault/personal-private/_review/alembic-enum-add-value.md"
 FIXED = "MemoryVault/personal-private/fix/alembic-enum-add-value.md"
 INBOX = "MemoryVault/personal-private/_inbox/dependabot-grouped-updates.md"
+LOGGED = "MemoryVault/personal-private/fix/logged-fix.md"
 
 SCRIPTS = {
     "save": "v.save('fix', 'crash-test', 'Restart the worker.\\n', tags=['ops'])",
@@ -26,6 +27,9 @@ SCRIPTS = {
     "evolve-new-slug": f"v.evolve({OLD!r}, 'Use pytest with plugins.\\n', reason='crash test', slug='pytest-plugins')",
     "move": f"v.move({REVIEW!r}, {FIXED!r}, meta={{'review': 'approved'}})",
     "remove": f"v.remove({INBOX!r}, reason='crash test')",
+    # An entry and its change-log line (the page exists: see the test), killed also between the two files.
+    "save-logged": "from memvault.store.changelog import Record\n"
+    "v.save('fix', 'logged-fix', 'Restart the worker.\\n', log=[Record('saved', rule='r', session='s')])",
 }
 
 
@@ -51,6 +55,14 @@ def outcome(vault_dir: Path, op: str, old: dict[str, bytes]) -> str:
     if op == "remove":
         assert not added and removed == {INBOX} and not changed
         return "new"
+    if op == "save-logged":
+        (page,) = changed
+        assert added == {LOGGED} and not removed and page.startswith("MemoryVault/_meta/changelog-")
+        assert (
+            now[page].decode().count("\n- ") == 2
+            and "[[MemoryVault/personal-private/fix/logged-fix|" in now[page].decode()
+        )
+        return "new"
     if op == "save":
         assert added == {"MemoryVault/personal-private/fix/crash-test.md"} and not removed and not changed
         assert vault.read("MemoryVault/personal-private/fix/crash-test.md").note.body == "Restart the worker.\n"
@@ -70,6 +82,10 @@ def outcome(vault_dir: Path, op: str, old: dict[str, bytes]) -> str:
 @pytest.mark.parametrize("op", list(SCRIPTS))
 @pytest.mark.parametrize("with_git", [False, True], ids=["plain", "git"])
 def test_killed_at_every_step_leaves_old_or_new_state(tmp_path: Path, vault_dir: Path, op: str, with_git: bool) -> None:
+    if op == "save-logged":
+        from memvault.store.changelog import Record
+
+        open_vault(vault_dir).record([Record("duplicate", OLD)])  # this month's page exists: it is rewritten
     if with_git:
         git(vault_dir, "init", "-q")
         git(vault_dir, "add", "-A")

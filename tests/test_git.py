@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -90,9 +91,19 @@ def test_commits_can_be_switched_off(vault_dir: Path) -> None:
     assert git(vault_dir, "rev-list", "--all").strip() == ""
 
 
-def test_a_configured_identity_is_kept_and_a_missing_one_has_a_fallback(vault_dir: Path) -> None:
+def test_a_configured_identity_is_kept(vault_dir: Path) -> None:
     git(vault_dir, "init", "-q")
     git(vault_dir, "config", "user.name", "Dana Kim")
     git(vault_dir, "config", "user.email", "dana@example.org")
     open_vault(vault_dir).save("fix", "one", "text\n")
     assert git(vault_dir, "log", "-1", "--format=%an <%ae>").strip() == "Dana Kim <dana@example.org>"
+
+
+def test_a_missing_identity_has_a_fallback(vault_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "empty-gitconfig"))  # a fresh HOME: no identity at all
+    for var in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "EMAIL"):
+        monkeypatch.delenv(var, raising=False)
+    git(vault_dir, "init", "-q")
+    assert subprocess.run(["git", "config", "user.name"], cwd=vault_dir, capture_output=True).returncode == 1
+    assert open_vault(vault_dir).save("fix", "one", "text\n").commit
+    assert git(vault_dir, "log", "-1", "--format=%an <%ae>").strip() == "memvault <memvault@localhost>"

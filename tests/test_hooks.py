@@ -16,7 +16,7 @@ import pytest
 
 from memvault import runtime
 
-from .conftest import REPO, SHARED_DATA
+from .conftest import REPO, TRANSCRIPTS
 
 HOOKS = REPO / "memvault" / "hooks"
 EVENTS = {
@@ -352,7 +352,8 @@ def test_prompt_recall_is_hybrid_with_the_service_and_keeps_the_budget_when_it_h
         result = run_hook("user_prompt_submit", payload("UserPromptSubmit", prompt=FLAKY))
         assert "bisecting-flaky-tests.md" in context_of(result, "UserPromptSubmit")
         record = log_records("UserPromptSubmit")[-1]
-        assert record["mode"] == "hybrid" and record["vec_hits"] > 0 and record["result"] == "success"
+        why = {k: record.get(k) for k in ("reason", "duration_ms", "mode")}
+        assert record["mode"] == "hybrid" and record["vec_hits"] > 0 and record["result"] == "success", why
 
         pid = client.read_info()["pid"]
         os.kill(pid, signal.SIGSTOP)  # accepts connections (the kernel queues them) but never answers
@@ -394,8 +395,6 @@ def test_the_log_only_skips_the_secret_scanner_for_text_it_could_not_flag() -> N
 
 
 # ---- markers, crash recovery, concurrent sessions (real reflection in the background) -------------------
-
-TRANSCRIPTS = SHARED_DATA / "claude-code-transcripts"
 
 
 def wait_for(predicate: Any, timeout: float = 120) -> None:

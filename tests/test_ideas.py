@@ -18,6 +18,7 @@ from memvault import open_vault
 from memvault.cli import cli
 from memvault.errors import MemvaultError, SafetyError
 from memvault.ideas import incubator
+from memvault.index import core as ix
 from memvault.reflect import runner
 from memvault.vault.core import Vault
 
@@ -267,6 +268,15 @@ def test_gc_keep_archive_delete(aged: Vault) -> None:
     text = ledger(aged).decode()
     assert f"[[{INC}/old-one/_index|Old one]]\n\u2192 archived {TODAY} to [[{archived}/_index]]\n" in text
     assert text.endswith(f"[[{INC}/old-two/_index|Old two]]\n\u2192 deleted {TODAY}\n\n" + _fresh_section())
+    # the archived and deleted ideas are no longer recalled through Ideas.md; the kept one still is
+    aged.reindex(vectors="none")
+    index = ix.open_index(aged.index_file)
+    try:
+        sql = "SELECT group_concat(c.text, ' ') FROM chunks c JOIN notes n ON n.id = c.note_id WHERE n.path = ?"
+        (indexed,) = index.conn.execute(sql, ("Ideas.md",)).fetchone()
+    finally:
+        index.close()
+    assert "Old one" not in indexed and "Old two" not in indexed and "Fresh idea" in indexed
 
 
 def _fresh_section() -> str:

@@ -160,7 +160,7 @@ def test_cjk_and_emoji_file_names(vault: Vault) -> None:
     )
 
 
-def test_unreadable_and_invalid_notes_are_recorded_not_recalled(vault: Vault) -> None:
+def test_unreadable_notes_are_recorded_not_recalled_and_invalid_frontmatter_is_recalled_by_text(vault: Vault) -> None:
     (vault.root / "Notes" / "binary.md").write_bytes(b"\x00\x01 zebracorn")
     (vault.root / "Notes" / "broken.md").write_text("---\ntags: [unclosed\n---\nzebracorn body\n", encoding="utf-8")
     report = vault.reindex(vectors="none")
@@ -168,7 +168,8 @@ def test_unreadable_and_invalid_notes_are_recorded_not_recalled(vault: Vault) ->
     index = ix.open_index(vault.index_file)
     errors = dict(index.conn.execute("SELECT path, error FROM notes WHERE error IS NOT NULL"))
     assert "binary" in errors["Notes/binary.md"] and "frontmatter" in errors["Notes/broken.md"]
-    assert search.recall(index, "zebracorn", KEYWORD_ONLY).hits == []
+    # the user's own note is still theirs: Obsidian shows it, so recall finds it by its text
+    assert [h.path for h in search.recall(index, "zebracorn", KEYWORD_ONLY).hits] == ["Notes/broken.md"]
 
 
 def test_corrupt_index_is_rebuilt_with_a_warning(vault: Vault) -> None:

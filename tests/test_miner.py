@@ -13,9 +13,8 @@ from memvault.reflect import miner, transcript
 from memvault.reflect.miner import Candidate, MinerError
 from memvault.reflect.transcript import Turn
 
-from .conftest import SHARED_DATA
+from .conftest import TRANSCRIPTS
 
-TRANSCRIPTS = SHARED_DATA / "claude-code-transcripts"
 GITHUB_TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
 
 

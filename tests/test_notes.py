@@ -12,9 +12,7 @@ from memvault import open_vault
 from memvault.errors import InvalidNote
 from memvault.store import disk, notes
 
-from .conftest import SHARED_DATA
-
-KEPANO = SHARED_DATA / "kepano-obsidian"
+from .conftest import KEPANO
 
 
 @pytest.fixture

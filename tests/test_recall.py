@@ -139,8 +139,13 @@ def test_edited_chunks_are_reembedded_and_unchanged_ones_keep_their_vectors(smal
 def test_end_to_end_through_the_warm_service(vault: Vault) -> None:
     """CLI-style recall starts the real service, then a just-saved note is found by meaning at once."""
     try:
-        result = vault.recall("which tool should format my python code", wait_service=120)
+        query = "which tool should format my python code"
+        result = vault.recall(query, wait_service=120)
         assert client.status() is not None, f"service did not start; log: {client.log_file()}"
+        deadline = time.monotonic() + 120
+        while result.mode != "hybrid" and time.monotonic() < deadline:  # the backlog is embedded in the background
+            time.sleep(0.5)
+            result = vault.recall(query)
         assert result.mode == "hybrid", result.reason
         assert result.hits[0].path.endswith("preference/python-formatter.md")
         saved = vault.save("preference", "tabs", "# Indentation\n\nIndent YAML files with two spaces, never tabs.\n")

@@ -14,9 +14,8 @@ from memvault import open_vault
 from memvault.reflect import runner
 from memvault.vault.core import Vault
 
-from .conftest import SHARED_DATA, snapshot
+from .conftest import TRANSCRIPTS, snapshot
 
-TRANSCRIPTS = SHARED_DATA / "claude-code-transcripts"
 P = "MemoryVault/personal-private/"
 
 
@@ -52,8 +51,8 @@ OK = ("assistant", "Understood, I will use uv from now on.")
 
 
 def captured(vault: Vault) -> dict[str, bytes]:
-    """Files reflection may have written: everything under MemoryVault/ except the example's own."""
-    return {p: b for p, b in snapshot(vault.root).items() if p.startswith("MemoryVault/")}
+    """Entries reflection may have written: everything under MemoryVault/ but the change log (MemoryVault/_meta/)."""
+    return {p: b for p, b in snapshot(vault.root).items() if p.startswith("MemoryVault/") and "/_meta/" not in p}
 
 
 def test_real_transcripts_no_crash_provenance_and_second_pass_adds_nothing(vault: Vault) -> None:
@@ -329,7 +328,7 @@ def vector_vault(vault: Vault, embedder, monkeypatch: pytest.MonkeyPatch) -> Vau
     finally:
         index.close()
     monkeypatch.setattr(client, "query_vector", lambda text, timeout: (embedder.name, embedder.encode([text])[0]))
-    monkeypatch.setattr(indexing, "service_embedder", lambda config: embedder)
+    monkeypatch.setattr(indexing, "service_embedder", lambda config, deadline=None: embedder)
     vectors = lambda texts, timeout=0.25: client.Embedded(embedder.name, embedder.dim, embedder.encode(texts))  # noqa: E731
     monkeypatch.setattr(client, "embed", vectors)
     return vault

@@ -136,19 +136,19 @@ def test_evolving_a_chain_relinks_the_previous_archive(vault) -> None:
 
 
 @pytest.mark.parametrize(
-    ("call", "message"),
+    ("call", "message", "code"),
     [
-        (lambda v: v.save("fix", "empty", "  \n"), "content is empty"),
-        (lambda v: v.save("fix", "odd", "---\nstatus: bogus\n---\ntext"), "status 'bogus'"),
-        (lambda v: v.update(FORMATTER, meta={"status": "done"}), "status 'done'"),
-        (lambda v: v.save("fix", "!!!", "text"), "no usable characters"),
-        (lambda v: v.evolve(FORMATTER, "text", reason="  "), "needs a --reason"),
+        (lambda v: v.save("fix", "empty", "  \n"), "content is empty", "usage"),
+        (lambda v: v.save("fix", "odd", "---\nstatus: bogus\n---\ntext"), "status 'bogus'", "usage"),
+        (lambda v: v.update(FORMATTER, meta={"status": "done"}), "status 'done'", "usage"),
+        (lambda v: v.save("fix", "!!!", "text"), "no usable characters", "invalid_name"),
+        (lambda v: v.evolve(FORMATTER, "text", reason="  "), "needs a --reason", "usage"),
     ],
 )
-def test_usage_errors(vault, call, message: str) -> None:
+def test_usage_errors(vault, call, message: str, code: str) -> None:
     with pytest.raises(MemvaultError, match=message) as exc:
         call(vault)
-    assert exc.value.code == "usage"
+    assert exc.value.code == code
 
 
 def test_titles_skip_code_blocks(vault) -> None:

@@ -20,7 +20,8 @@ from memvault.recall import client
 from memvault.recall import search as recall_mod
 from memvault.reflect import router, state
 from memvault.reflect.session import capture_slug, term_share
-from memvault.store import disk, notes
+from memvault.store import changelog, disk, notes
+from memvault.store.changelog import Record
 from memvault.store.model import REVIEW
 from memvault.vault import indexing
 from memvault.vault.core import Vault
@@ -134,9 +135,12 @@ class _Importer:
         meta = {**self._meta(fact), "imported": notes.now(), "body_hash": _digest(fact.body)}
         if self.review:
             meta["route"] = "review"
+        action = changelog.REVIEW if self.review else changelog.SAVED
+        why = f"Claude Code auto memory: {Path(fact.origin).name}"
+        log = [Record(action, detail=why, confidence=_confidence(fact))]
         result = self.vault.save(
             fact.kind, Path(rel).stem, fact.body, folder=folder, source=SOURCE, confidence=_confidence(fact),
-            tags=["claude-memory"], meta=meta,
+            tags=["claude-memory"], meta=meta, log=log,
         )  # fmt: skip
         report.created.append(result.path)
         self.ledger[fact.key] = result.path
@@ -148,13 +152,18 @@ class _Importer:
         if meta.get("origin_hash") == fact.origin_hash:
             self.report.unchanged.append(rel)
             return
+        if self.vault.protected(rel, meta):
+            self.report.skipped.append({"key": fact.key, "reason": f"changed in Claude's memory, but {rel} is "
+                                        "protected: left as it is"})  # fmt: skip
+            return
         if meta.get("body_hash") != _digest(body):
             self.report.skipped.append({"key": fact.key, "reason": f"changed in Claude's memory, but {rel} was "
                                         "edited in the vault since the import: left as it is"})  # fmt: skip
             return
         if not self.report.dry_run:
             updates = {**self._meta(fact), "body_hash": _digest(fact.body)}
-            self.vault.update(rel, meta=updates, body=fact.body, op="import")
+            log = [Record(changelog.UPDATED, detail=f"Claude Code auto memory: {Path(fact.origin).name} changed")]
+            self.vault.update(rel, meta=updates, body=fact.body, op="import", log=log)
         self.report.updated.append(rel)
 
     def _meta(self, fact: Fact) -> dict[str, Any]:
@@ -210,17 +219,8 @@ class _Importer:
 def _imported(vault: Vault) -> dict[str, tuple[str, dict[str, Any], str]]:
     """import_key → (path, frontmatter, body) of every entry this importer wrote before."""
     found: dict[str, tuple[str, dict[str, Any], str]] = {}
-    if not vault.memory_dir.is_dir():
-        return found
-    for rel in disk.list_markdown(vault.root, vault.ignore, under=vault.folder).notes:
-        try:
-            text = disk.read_text(vault.root / rel)
-        except MemvaultError:
-            continue
-        if SOURCE not in text or "import_key" not in text:
-            continue
-        note = notes.parse(text)
-        key = note.meta.get("import_key") if note.ok else None
+    for rel, note in vault.keyed("import_key"):
+        key = note.meta["import_key"]
         if isinstance(key, str) and note.meta.get("source") == SOURCE:
             found[key] = (rel, dict(note.meta), note.body)
     return found

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from memvault.errors import MemvaultError
-from memvault.store import disk, notes, privacy, secrets
+from memvault.store import changelog, disk, notes, privacy, secrets
+from memvault.store.changelog import Record
 from memvault.vault.core import Vault
 
 from . import settings
@@ -278,8 +279,12 @@ def index_skills(
             report.errors.append({"path": str(location.path), "error": str(exc)})
     for skill_id, (rel, meta) in sorted(existing.items()):
         if skill_id not in present and _in_reach(meta, project) and meta.get("status") != "archived":
+            if vault.protected(rel, meta):
+                report.skipped.append({"path": rel, "reason": "protected: not archived although the skill is gone"})
+                continue
             if not dry_run:
-                vault.update(rel, meta={"status": "archived", ARCHIVED_BY: SOURCE}, op="index-skills")
+                log = [Record(changelog.ARCHIVED, detail="skills index: the skill is no longer installed")]
+                vault.update(rel, meta={"status": "archived", ARCHIVED_BY: SOURCE}, op="index-skills", log=log)
             report.archived.append(rel)
     return report
 
@@ -303,9 +308,11 @@ def _one(
         rel = f"{vault.folder}/{GROUP}/{slug}.md"
         if not report.dry_run:
             # folder "." puts the entry straight under the group: personal-skills/<slug>.md
+            log = [Record(changelog.SAVED, detail=f"skills index: {skill.command} ({skill.location.scope} skill)")]
             rel = vault.save(
-                "skill", slug, entry_body(skill), group=GROUP, folder=".", source=SOURCE, tags=["skill"], meta=meta
-            ).path
+                "skill", slug, entry_body(skill), group=GROUP, folder=".", source=SOURCE, tags=["skill"], meta=meta,
+                log=log,
+            ).path  # fmt: skip
         report.created.append(rel)
         return
     rel, old = known
@@ -314,13 +321,17 @@ def _one(
     if same and not revive:
         report.unchanged.append(rel)
         return
+    if vault.protected(rel, old):
+        report.skipped.append({"path": rel, "reason": "protected: left as it is although the skill changed"})
+        return
     if not report.dry_run:
         body = entry_body(skill, kept_notes(vault.read(rel).note.body))
         gone = [k for k in OWNED if k not in meta and k in old]
         if revive:
             meta["status"] = "active"
             gone.append(ARCHIVED_BY)
-        vault.update(rel, meta=meta, remove=gone, body=body, op="index-skills")
+        log = [Record(changelog.UPDATED, detail=f"skills index: {skill.command} changed")]
+        vault.update(rel, meta=meta, remove=gone, body=body, op="index-skills", log=log)
     report.updated.append(rel)
 
 

@@ -4,7 +4,7 @@
 family of commands on it. Importing this package imports them all, so `memvault.cli:cli` is complete.
 """
 
-from . import health, hooks, ideas, install, notes, reflect, search, skills
+from . import health, hooks, ideas, install, migrate, notes, reflect, search, skills
 from .group import cli
 
-__all__ = ["cli", "health", "hooks", "ideas", "install", "notes", "reflect", "search", "skills"]
+__all__ = ["cli", "health", "hooks", "ideas", "install", "migrate", "notes", "reflect", "search", "skills"]

@@ -6,17 +6,22 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import click
 from rich.console import Console
+from rich.table import Table
+from rich.text import Text
 
 from memvault import __version__
-from memvault.errors import MemvaultError
+from memvault.errors import MemvaultError, ProtectedError
 from memvault.vault.core import Vault, WriteResult, open_vault
 
-out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+# soft_wrap: a line longer than the terminal is left for the terminal to wrap, never broken by us, so a
+# path in it copies whole; tables (print_table) keep their identifier column whole too.
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 class _Group(click.Group):
@@ -25,6 +30,9 @@ class _Group(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except (KeyboardInterrupt, click.Abort):  # one line, not click's "Aborted!"; every write is atomic
+            err.print("stopped: interrupted (nothing is left half-written)")
+            raise click.exceptions.Exit(130) from None
         except MemvaultError as exc:
             if exc.code == "usage":
                 raise click.UsageError(exc.args[0]) from None
@@ -45,6 +53,27 @@ class State:
 
 pass_state = click.make_pass_decorator(State)
 json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+yes_option = click.option("--yes", "-y", is_flag=True, help="Change protected entries without asking (for scripts).")
+T = TypeVar("T")
+
+
+def confirmed(vault: Vault, change: Callable[[], T], *, yes: bool, what: str = "Change it", ask: bool = False) -> T:
+    """Run `change`; when it would touch a protected entry, ask first (or take --yes), then run it again allowed.
+
+    A refused change wrote nothing, so running it again is safe. Without a terminal to ask on and
+    without --yes, the refusal stands (error code `protected`); `ask` asks on standard input anyway
+    (a command that is a dialogue already, like `review`).
+    """
+    try:
+        return change()
+    except ProtectedError as exc:
+        if not yes:
+            if not ask and (sys.stdin is None or not sys.stdin.isatty()):
+                raise ProtectedError(f"{exc.args[0]}; pass --yes to do it anyway", path=exc.path) from None
+            if not click.confirm(f"{exc.path} is protected. {what} anyway?", default=False, err=True):
+                raise
+        with vault.protection_waived():
+            return change()
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -74,11 +103,44 @@ def print_result(result: WriteResult, as_json: bool) -> None:
     if as_json:
         print_json(dataclasses.asdict(result))
         return
-    out.print(f"{result.op}: [bold]{result.path}[/]" + (f" (archived {result.archived})" if result.archived else ""))
+    archived = f" (archived {result.archived})" if result.archived else ""
+    out.print(f"{result.op}: [bold]{result.path}[/]{archived}", soft_wrap=True)  # a path is never broken
     if result.commit:
         out.print(f"committed {result.commit[:10]}")
     if result.warning:
         err.print(f"[yellow]warning:[/] {result.warning}")
+
+
+OTHER_COLUMN_MIN = 8  # the narrowest a wrapped column may get before rows are printed one field per line
+
+
+def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, key: int = 0) -> None:
+    """Rows (rich markup) as a table whose `key` column, a path or name the user copies, is never cut.
+
+    When the terminal (or a pipe's 80 columns) is wide enough for the longest key, the other columns
+    wrap; otherwise each row prints its key on a line of its own, then the other fields indented.
+    """
+    if not rows:
+        return
+    key_width = max(Text.from_markup(row[key]).cell_len for row in rows)
+    others = [i for i in range(len(headers)) if i != key]
+    need = key_width + sum(min(OTHER_COLUMN_MIN, max(len(headers[i]), 1)) + 2 for i in others)
+    if need <= out.width:
+        table = Table(box=None)
+        for i, header in enumerate(headers):
+            if i == key:
+                table.add_column(header, no_wrap=True, min_width=key_width)
+            else:
+                table.add_column(header, overflow="fold")
+        for row in rows:
+            table.add_row(*row)
+        out.print(table)
+        return
+    for row in rows:
+        out.print(row[key], soft_wrap=True)
+        rest = "  ".join(f"[dim]{headers[i]}:[/] {row[i]}" for i in others if row[i])
+        if rest:
+            out.print(f"  {rest}")
 
 
 def print_json(data: Any) -> None:

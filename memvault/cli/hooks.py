@@ -55,11 +55,12 @@ def inspect(session: str | None, every: bool, limit: int, as_json: bool) -> None
         where = f" for session {escape(session)}" if session else ""
         out.print(f"no hook runs logged{where} (log: {runtime.log_dir()})")
         return
-    current = None
+    current: object = object()  # no session printed yet (a record without one is a group too)
     for record in records:
         if record.get("session") != current:
             current = record.get("session")
-            out.print(f"\n[bold]session {escape(str(current))}[/]")
+            name = f"session {escape(str(current))}" if current else "background jobs and hooks without a session"
+            out.print(f"\n[bold]{name}[/]")
         _render(record)
 
 

@@ -8,14 +8,26 @@ from pathlib import Path
 
 import click
 from rich.markup import escape
-from rich.table import Table
 
 from memvault.errors import MemvaultError
 from memvault.ideas import incubator, ledger
 from memvault.text import plural
 from memvault.vault.core import Vault
 
-from .group import State, body_of, cli, err, json_option, out, pass_state, print_json, print_result
+from .group import (
+    State,
+    body_of,
+    cli,
+    confirmed,
+    err,
+    json_option,
+    out,
+    pass_state,
+    print_json,
+    print_result,
+    print_table,
+    yes_option,
+)
 
 
 @cli.command()
@@ -68,19 +80,23 @@ def promote() -> None:
 @promote.command(name="idea")
 @click.argument("slug")
 @click.option("--group", "-g", help="The group whose incubator holds the idea (only needed when several do).")
+@yes_option
 @json_option
 @pass_state
-def promote_idea(state: State, slug: str, group: str | None, as_json: bool) -> None:
+def promote_idea(state: State, slug: str, group: str | None, yes: bool, as_json: bool) -> None:
     """Move an incubating idea's folder to MemoryVault/personal-projects/SLUG/ and mark it in Ideas.md.
 
     Every file of the folder moves; `_index.md` gets `status: promoted` and `promoted: <date>`, and
     the idea's Ideas.md section gets a `→ promoted <date> to [[…]]` line. One write: all or nothing.
+    A protected idea is promoted after you confirm (--yes: without asking).
     """
-    outcome = incubator.promote(state.vault, slug, group=group)
+    outcome = confirmed(
+        state.vault, lambda: incubator.promote(state.vault, slug, group=group), yes=yes, what="Promote it"
+    )
     if as_json:
         print_json(outcome.as_dict())
         return
-    out.print(f"promoted: [bold]{escape(outcome.path)}[/] ({plural(len(outcome.files), 'file')})")
+    out.print(f"promoted: [bold]{escape(outcome.path)}[/] ({plural(len(outcome.files), 'file')})", soft_wrap=True)
     _render_outcome(outcome)
 
 
@@ -104,14 +120,19 @@ def gc(state: State, months: int | None, ask: bool, as_json: bool) -> None:
     Untouched means no file of the idea's folder changed and its `updated` date is older. Archive
     moves the folder to _archive/ (status archived), Delete removes it after a second confirmation;
     both mark the idea's Ideas.md section. Nothing changes without your answer: with --json, or when
-    standard input is not a terminal (without --ask), the ideas are only listed.
+    standard input is not a terminal (without --ask), the ideas are only listed. Protected ideas are
+    never offered.
     """
     vault = state.vault
     months = months or vault.config.gc.idea_months
     old = incubator.stale(vault, months)
+    kept = [i for i in old if i.protected]
+    old = [i for i in old if not i.protected]
     if as_json:
-        print_json({"months": months, "ideas": [i.as_dict() for i in old]})
+        print_json({"months": months, "ideas": [i.as_dict() for i in old], "protected": [i.as_dict() for i in kept]})
         return
+    if kept:
+        out.print(f"{plural(len(kept), 'protected idea')} untouched for {plural(months, 'month')} kept without asking")
     if not old:
         out.print(f"no incubating idea untouched for {plural(months, 'month')}")
         return
@@ -142,13 +163,10 @@ def _ask(state: State, item: incubator.Idea) -> tuple[str, incubator.Idea, incub
 
 
 def _render_ideas(old: list[incubator.Idea], months: int) -> None:
-    table = Table(title=f"Incubating ideas untouched for {plural(months, 'month')}")
-    for column in ("idea", "title", "last touched", "in Ideas.md"):
-        table.add_column(column)
-    for item in old:
-        touched = item.last_touched.astimezone().date().isoformat()
-        table.add_row(escape(item.slug), escape(item.title), touched, "yes" if item.section_present else "no")
-    out.print(table)
+    out.print(f"Incubating ideas untouched for {plural(months, 'month')}:")
+    rows = [(escape(item.slug), escape(item.title), item.last_touched.astimezone().date().isoformat(),
+             "yes" if item.section_present else "no") for item in old]  # fmt: skip
+    print_table(("idea", "title", "last touched", "in Ideas.md"), rows)
 
 
 def _summary(done: list[tuple[str, incubator.Idea, incubator.Outcome | None]], listed: int) -> None:

@@ -6,14 +6,28 @@ import dataclasses
 from pathlib import Path
 
 import click
-from rich.table import Table
+from rich.markup import escape
 
 from memvault import config as config_mod
 from memvault.errors import MemvaultError
 from memvault.store import notes
+from memvault.text import plural
 from memvault.vault.core import open_vault
 
-from .group import State, body_of, cli, err, json_option, out, pass_state, print_json, print_result
+from .group import (
+    State,
+    body_of,
+    cli,
+    confirmed,
+    err,
+    json_option,
+    out,
+    pass_state,
+    print_json,
+    print_result,
+    print_table,
+    yes_option,
+)
 
 
 @cli.command()
@@ -55,6 +69,7 @@ def init(state: State, path: Path | None, as_json: bool) -> None:
 @click.option("--replace", is_flag=True, help="Overwrite an existing entry in place (keeps created and unknown keys).")
 @click.option("--source", default="manual", show_default=True, help="Provenance: a session id, or manual.")
 @click.option("--confidence", type=click.Choice(["high", "medium", "low"]), help="Confidence at capture.")
+@yes_option
 @json_option
 @pass_state
 def save(
@@ -69,29 +84,35 @@ def save(
     replace: bool,
     source: str,
     confidence: str | None,
+    yes: bool,
     as_json: bool,
 ) -> None:
     """Write an entry to MemoryVault/<group>/<kind>/<slug>.md.
 
     BODY is the markdown text; omit it or give - to read standard input. A body that starts with
-    its own frontmatter contributes those keys.
+    its own frontmatter contributes those keys. Replacing a protected entry asks first (--yes: don't).
 
     \b
     Example:
       memvault save preference pytest-style "Use plain asserts and fixtures." -t python
     """
     text = body_of(body)
-    result = state.vault.save(
-        kind,
-        slug,
-        text,
-        group=group,
-        tags=tags,
-        always_load=always_load,
-        private=private,
-        replace=replace,
-        source=source,
-        confidence=confidence,
+    result = confirmed(
+        state.vault,
+        lambda: state.vault.save(
+            kind,
+            slug,
+            text,
+            group=group,
+            tags=tags,
+            always_load=always_load,
+            private=private,
+            replace=replace,
+            source=source,
+            confidence=confidence,
+        ),
+        yes=yes,
+        what="Replace it",
     )
     print_result(result, as_json)
 
@@ -103,6 +124,7 @@ def save(
 @click.option("--slug", help="Give the new entry another slug (default: it takes the old entry's place).")
 @click.option("--tag", "-t", "tags", multiple=True, help="Replace the tags (repeatable; default: keep the old ones).")
 @click.option("--outside", is_flag=True, help="Allow evolving a note outside MemoryVault/.")
+@yes_option
 @json_option
 @pass_state
 def evolve(
@@ -113,15 +135,21 @@ def evolve(
     slug: str | None,
     tags: tuple[str, ...],
     outside: bool,
+    yes: bool,
     as_json: bool,
 ) -> None:
     """Supersede OLD_PATH atomically with new CONTENT (or - / standard input).
 
     The new entry records `supersedes:`; the old one moves to _archive/ with `status: superseded`
     and `superseded_by:`. A crash at any moment leaves either the whole old or the whole new state.
+    Superseding a protected entry asks first (--yes: don't); the new entry stays protected.
     """
-    result = state.vault.evolve(
-        old_path, body_of(content), reason=reason, slug=slug, tags=tags or None, outside=outside
+    text = body_of(content)
+    result = confirmed(
+        state.vault,
+        lambda: state.vault.evolve(old_path, text, reason=reason, slug=slug, tags=tags or None, outside=outside),
+        yes=yes,
+        what="Supersede it",
     )
     print_result(result, as_json)
 
@@ -145,15 +173,32 @@ def list_(
     state: State, group: str | None, kind: str | None, status: str | None, everything: bool, as_json: bool
 ) -> None:
     """List entries with their kind, status and group."""
-    entries = state.vault.list(scope="all" if everything else "memory", group=group, kind=kind, status=status)
+    scope = "all" if everything else "memory"
+    entries = state.vault.list(scope=scope, group=group, kind=kind, status=status)
+    if not entries and (group or kind or status):
+        _hint_unknown(state, scope, group=group, kind=kind, status=status)
     if as_json:
         print_json([dataclasses.asdict(e) for e in entries])
         return
-    table = Table("path", "kind", "status", "tags", box=None)
-    for e in entries:
-        table.add_row(e.path, e.kind or "", e.status + (" (private)" if e.private else ""), ", ".join(e.tags))
-    out.print(table)
-    out.print(f"{len(entries)} entries")
+    rows = [(escape(e.path), escape(e.kind or ""), e.status + (" (private)" if e.private else ""),
+             escape(", ".join(e.tags))) for e in entries]  # fmt: skip
+    print_table(("path", "kind", "status", "tags"), rows)
+    out.print(plural(len(entries), "entry"))
+
+
+def _hint_unknown(state: State, scope: str, **wanted: str | None) -> None:
+    """One line on standard error when a filter names a group, kind or status no entry has, with close matches."""
+    import difflib
+
+    every = state.vault.list(scope=scope)
+    for field, value in wanted.items():
+        known = sorted({str(getattr(e, field)) for e in every if getattr(e, field)})
+        if value is None or value in known:
+            continue
+        close = difflib.get_close_matches(value, known, n=3, cutoff=0.5)
+        hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
+        err.print(f"no entry has {field} {value!r}; {hint}{field}s in this vault: {', '.join(known) or 'none'}",
+                  soft_wrap=True)  # fmt: skip
 
 
 @cli.command()

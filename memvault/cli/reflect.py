@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -10,15 +11,16 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from memvault.errors import MemvaultError
+from memvault.errors import MemvaultError, ProtectedError
 from memvault.hosts import places
 from memvault.reflect import review as review_mod
 from memvault.reflect import runner as reflect_mod
+from memvault.store import disk
 from memvault.store.model import INBOX, REVIEW
 from memvault.text import plural
 from memvault.vault.core import Vault
 
-from .group import State, cli, err, json_option, out, pass_state, print_json
+from .group import State, cli, confirmed, err, json_option, out, pass_state, print_json, print_table, yes_option
 
 _CORPUS_DEFAULT = "\0default"
 
@@ -179,6 +181,21 @@ def review(state: State) -> None:
         _render_counts(review_mod.counts(vault))
         return
     done: dict[str, int] = {}
+    try:
+        _review_queue(vault, queue, done)
+    except click.Abort:  # Ctrl-C, or standard input ended (`review </dev/null`)
+        ended = "standard input ended" if not sys.stdin.isatty() else "interrupted"
+        err.print(f"stopped ({ended}): the entries not yet answered stay in _review/")
+        raise click.exceptions.Exit(1) from None
+    finally:
+        if done:
+            out.print(", ".join(f"{n} {a}" for a, n in done.items()))
+    if not done:
+        out.print("nothing done")
+    _render_counts(review_mod.counts(vault))
+
+
+def _review_queue(vault: Vault, queue: list[Any], done: dict[str, int]) -> None:
     for number, entry in enumerate(queue, 1):
         nf = vault.read(entry.path)
         meta = nf.note.meta
@@ -188,6 +205,8 @@ def review(state: State) -> None:
         out.print(f"[dim]{escape(entry.path)}\n{escape('  '.join(facts))}[/]", soft_wrap=True)
         if proposes:
             out.print(f"[bold]proposes to supersede[/] {escape(str(proposes))}", soft_wrap=True)
+        if meta.get("supersede_note"):
+            out.print(f"[yellow]{escape(str(meta['supersede_note']))}[/]", soft_wrap=True)
         out.print(escape(nf.note.body.strip()))
         keys = "a/e/r/s/x/q"
         choice = click.prompt(
@@ -203,28 +222,45 @@ def review(state: State) -> None:
             err.print(f"[red]error:[/] {escape(str(exc))}")
             action = "failed"
         done[action] = done.get(action, 0) + 1
-    out.print(", ".join(f"{n} {a}" for a, n in done.items()) or "nothing done")
-    _render_counts(review_mod.counts(vault))
 
 
 def _review_one(vault: Vault, rel: str, action: str, proposes: Any) -> None:
     if action == "approve":
-        result = review_mod.approve(vault, rel)
+        result = confirmed(vault, lambda: review_mod.approve(vault, rel), yes=False, ask=True)
         out.print(f"approved → [bold]{escape(result.path)}[/]", soft_wrap=True)
     elif action == "edit":
-        text = (vault.root / rel).read_text(encoding="utf-8")
+        text = disk.read_text(vault.root / rel)
         edited = click.edit(text, extension=".md")
-        result = review_mod.approve(vault, rel, edited=edited)
+        result = confirmed(vault, lambda: review_mod.approve(vault, rel, edited=edited), yes=False, ask=True)
         out.print(f"edited and approved → [bold]{escape(result.path)}[/]", soft_wrap=True)
     elif action == "reject":
-        review_mod.reject(vault, rel)
+        confirmed(vault, lambda: review_mod.reject(vault, rel), yes=False, ask=True)
         out.print("rejected")
     elif action == "supersede":
-        target = str(proposes) if proposes else click.prompt("path of the entry this one replaces")
-        result = review_mod.supersede(vault, rel, target)
+        target = str(proposes) if proposes else _ask_target(vault)
+        if target is None:
+            out.print("skipped: no entry named")
+            return
+        result = confirmed(
+            vault, lambda: review_mod.supersede(vault, rel, target), yes=False, ask=True, what="Supersede it"
+        )
         out.print(
             f"superseded {escape(target)} → [bold]{escape(result.path)}[/] (archived {escape(result.archived or '')})"
         )
+
+
+def _ask_target(vault: Vault) -> str | None:
+    """The path of an existing entry, asked until it names one (a typo is said and asked again); empty skips."""
+    while True:
+        answer = click.prompt("path of the entry this one replaces (empty: skip)", default="", show_default=False)
+        if not answer.strip():
+            return None
+        try:
+            vault.read(answer.strip())
+        except MemvaultError as exc:
+            err.print(f"[red]error:[/] {escape(str(exc))}; try again", soft_wrap=True)
+            continue
+        return answer.strip()
 
 
 # ---- inbox ----------------------------------------------------------------------------------
@@ -234,14 +270,16 @@ def _review_one(vault: Vault, rel: str, action: str, proposes: Any) -> None:
 @click.argument("action", type=click.Choice(["list", "accept", "reject"]), default="list")
 @click.argument("paths", nargs=-1)
 @click.option("--all", "everything", is_flag=True, help="Accept or reject every entry in the inbox.")
+@yes_option
 @json_option
 @pass_state
-def inbox(state: State, action: str, paths: tuple[str, ...], everything: bool, as_json: bool) -> None:
+def inbox(state: State, action: str, paths: tuple[str, ...], everything: bool, yes: bool, as_json: bool) -> None:
     """List, accept or reject the low-confidence captures in _inbox/.
 
     PATHS are vault-relative paths or just the entries' file names. `accept` moves an entry to
     <kind>/ as an active entry (or, when it proposes a supersede, replaces that entry); `reject`
-    deletes it.
+    deletes it. A supersede of a protected entry is applied only after you confirm (--yes: without
+    asking); without a terminal it stays in the inbox.
 
     \b
     Examples:
@@ -262,24 +300,31 @@ def inbox(state: State, action: str, paths: tuple[str, ...], everything: bool, a
     ]  # fmt: skip
     results: list[dict[str, Any]] = []
     for rel in targets:
-        if action == "reject":
-            review_mod.reject(vault, rel, how="rejected from the inbox")
-            results.append({"path": rel, "action": "rejected"})
-        elif vault.read(rel).note.meta.get("proposes_supersede"):
-            done = review_mod.supersede(vault, rel)
-            results.append({"path": rel, "action": "superseded", "new": done.path, "archived": done.archived})
-        else:
-            done = review_mod.approve(vault, rel, how="accepted")
-            results.append({"path": rel, "action": "accepted", "new": done.path})
+        try:
+            results.append(_inbox_one(vault, rel, action, yes))
+        except ProtectedError as exc:  # no terminal to ask on, or the answer was no: it stays in the inbox
+            results.append({"path": rel, "action": "kept", "reason": exc.args[0]})
     counts = review_mod.counts(vault)
     if as_json:
         print_json({"results": results, "inbox": counts.inbox, "warnings": list(counts.warnings)})
         return
     for r in results:
         new = f" → [bold]{escape(r['new'])}[/]" if r.get("new") else ""
-        out.print(f"{r['action']}: {escape(r['path'])}{new}", soft_wrap=True)
+        why = f"\n  [yellow]{escape(r['reason'])}[/]" if r.get("reason") else ""
+        out.print(f"{r['action']}: {escape(r['path'])}{new}{why}", soft_wrap=True)
     out.print(f"{plural(counts.inbox, 'entry')} left in the inbox")
     _render_counts(counts)
+
+
+def _inbox_one(vault: Vault, rel: str, action: str, yes: bool) -> dict[str, Any]:
+    if action == "reject":
+        confirmed(vault, lambda: review_mod.reject(vault, rel, how="rejected from the inbox"), yes=yes)
+        return {"path": rel, "action": "rejected"}
+    if vault.read(rel).note.meta.get("proposes_supersede"):
+        done = confirmed(vault, lambda: review_mod.supersede(vault, rel), yes=yes, what="Supersede it")
+        return {"path": rel, "action": "superseded", "new": done.path, "archived": done.archived}
+    done = confirmed(vault, lambda: review_mod.approve(vault, rel, how="accepted"), yes=yes)
+    return {"path": rel, "action": "accepted", "new": done.path}
 
 
 def _inbox_list(vault: Vault, as_json: bool) -> None:
@@ -296,13 +341,13 @@ def _inbox_list(vault: Vault, as_json: bool) -> None:
     if as_json:
         print_json({"entries": rows, "inbox": counts.inbox, "warnings": list(counts.warnings)})
         return
-    table = Table("entry", "kind", "confidence", "captured", box=None)
+    cells = []
     for r in rows:
-        extra = f"\n[dim]would supersede {escape(str(r['proposes_supersede']))}[/]" if r["proposes_supersede"] else ""
-        title = f"[bold]{escape(r['title'])}[/]  [dim]{escape(os.path.basename(r['path']))}[/]{extra}"
-        table.add_row(title, r["kind"] or "", str(r["confidence"] or ""), r["captured"][:10])
-    if rows:
-        out.print(table)
+        extra = f"; would supersede {escape(str(r['proposes_supersede']))}" if r["proposes_supersede"] else ""
+        name = os.path.splitext(os.path.basename(r["path"]))[0]  # what `inbox accept NAME` takes
+        cells.append((f"[bold]{escape(name)}[/]", escape(r["title"]) + extra, escape(r["kind"] or ""),
+                      str(r["confidence"] or ""), r["captured"][:10]))  # fmt: skip
+    print_table(("name", "title", "kind", "confidence", "captured"), cells)
     out.print(
         f"{plural(len(rows), 'entry')} in the inbox"
         + (": `memvault inbox accept NAME…` or `reject NAME…`" if rows else "")

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+import time
 from contextlib import nullcontext
 from typing import Any
 
 import click
 from rich.markup import escape
-from rich.table import Table
 
 from memvault import config as config_mod
 from memvault.errors import MemvaultError
+from memvault.text import plural
 
-from .group import State, cli, err, json_option, out, pass_state, print_json
+from .group import State, cli, err, json_option, out, pass_state, print_json, print_table
 
 
 @cli.command()
@@ -47,7 +48,7 @@ def recall(
     """Find the entries most relevant to QUERY: meaning (vectors) and words (keywords) combined.
 
     Only active entries are searched; superseded ones, private notes and the inbox/review folders
-    are left out unless asked for. Alias: `memvault search`.
+    are left out unless asked for. `memvault search` does the same.
     """
     vault = state.vault
     spinner = err.status("waiting for the embedding service…") if wait > 0 and not as_json else nullcontext()
@@ -57,46 +58,76 @@ def recall(
     if as_json:
         print_json(result.as_dict())
         return
-    table = Table("#", "score", "vec", "kw", "entry", box=None)
+    rows = []
     for rank, hit in enumerate(result.hits, 1):
         section = f" › {hit.heading}" if hit.heading and hit.heading != hit.title else ""
-        where = f"[bold]{escape(hit.title)}[/]  [dim]{escape(hit.path + section)}[/]"
-        table.add_row(str(rank), f"{hit.score:.3f}", f"{hit.vec_score:.2f}", f"{hit.kw_score:.2f}",
-                      f"{where}\n{escape(hit.snippet)}")  # fmt: skip
-    out.print(table)
-    out.print(f"[dim]{len(result.hits)} entries, {result.mode} search, {result.ms:.0f} ms[/]")
+        match = f"{escape(hit.title + section)}: [dim]{escape(hit.snippet)}[/]"
+        scores = (f"{hit.score:.3f}", f"{hit.vec_score:.2f}", f"{hit.kw_score:.2f}")
+        rows.append((f"[bold]{escape(hit.path)}[/]", str(rank), *scores, match))
+    print_table(("entry", "#", "score", "vec", "kw", "match"), rows)
+    out.print(f"[dim]{plural(len(result.hits), 'entry')}, {result.mode} search, {result.ms:.0f} ms[/]")
     if result.reason:
         err.print(f"[yellow]note:[/] {result.reason}")
 
 
-cli.add_command(recall, name="search")
+search = click.Command(
+    "search",
+    params=recall.params,
+    callback=recall.callback,
+    help="The same as `memvault recall` (find the entries most relevant to QUERY); see `memvault recall --help`.",
+    short_help="Alias of `memvault recall`.",
+)
+cli.add_command(search)
 
 
 @cli.command()
 @click.option("--full", is_flag=True, help="Forget the index and rebuild it from every note (re-embeds everything).")
 @click.option("--keyword-only", is_flag=True, help="Update notes and keywords only; leave embedding for later.")
+@click.option("--wait", "wait", is_flag=True, help="If another reindex of the vault runs, wait for it, then catch up.")
 @json_option
 @pass_state
-def reindex(state: State, full: bool, keyword_only: bool, as_json: bool) -> None:
+def reindex(state: State, full: bool, keyword_only: bool, wait: bool, as_json: bool) -> None:
     """Bring the search index up to date with your notes (only changed notes are re-read and re-embedded).
 
     Notes edited in Obsidian are picked up here and by the hooks in the background; run this after
-    changing the embedding model, or with --full if search results look stale.
+    changing the embedding model, or with --full if search results look stale. When another reindex
+    of the vault is running it says so at once and, in a terminal, offers to wait (--wait waits).
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from memvault.vault.indexing import ReindexBusy
+
     vault = state.vault
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=err, transient=True, disable=as_json) as bar:
+    ask = not (wait or as_json) and sys.stdin is not None and sys.stdin.isatty()
+
+    def waiting(who: str) -> None:
+        err.print(f"another reindex of this vault is running ({escape(who)}); waiting for it to finish…")
+
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+               TextColumn("{task.fields[rate]}"))  # fmt: skip
+    quiet = as_json or not err.is_terminal  # no bar (and no stray blank line) in a pipe or a log
+    with Progress(*columns, console=err, transient=True, disable=quiet) as bar:
         tasks: dict[str, Any] = {}
 
         def progress(phase: str, done: int, total: int) -> None:
             if phase not in tasks:
                 label = "reading notes" if phase == "scan" else "embedding"
-                tasks[phase] = bar.add_task(label, total=total)
-            bar.update(tasks[phase], completed=done, total=total)
+                tasks[phase] = bar.add_task(label, total=total, rate="", started_at=time.monotonic())
+            task = tasks[phase]
+            bar.update(task, completed=done, total=total, rate=_rate(bar.tasks[task].fields["started_at"], done, total))
 
-        report = vault.reindex(full=full, vectors="none" if keyword_only else "auto", progress=progress)
+        options: dict[str, Any] = {"full": full, "vectors": "none" if keyword_only else "auto", "progress": progress}
+        try:
+            report = vault.reindex(**options, wait=WAIT_FOR_REINDEX_S if wait else 0, on_wait=waiting)
+        except ReindexBusy as exc:
+            if not ask:
+                raise MemvaultError(f"{exc}: `memvault reindex --wait` waits for it", code="busy") from None
+            bar.stop()
+            if not click.confirm(f"{exc}. Wait for it to finish, then catch up?", default=True, err=True):
+                err.print("nothing done: the running reindex brings the index up to date")
+                raise click.exceptions.Exit(1) from None
+            bar.start()
+            report = vault.reindex(**options, wait=WAIT_FOR_REINDEX_S, on_wait=waiting)
     if as_json:
         print_json({**dataclasses.asdict(report), "index": str(vault.index_file)})
         return
@@ -112,6 +143,19 @@ def reindex(state: State, full: bool, keyword_only: bool, as_json: bool) -> None
         out.print(f"{report.pending} notes still wait for vectors (keyword search finds them meanwhile)")
     for line in report.warnings:
         err.print(f"[yellow]warning:[/] {line}")
+
+
+WAIT_FOR_REINDEX_S = 6 * 3600  # `--wait`: as long as a reindex of a big vault on a slow machine can take
+
+
+def _rate(started: float, done: int, total: int) -> str:
+    """ "120 notes/s, 2:05 left" for the progress bar, once there is something to measure."""
+    elapsed = time.monotonic() - started
+    if done <= 0 or elapsed < 1:
+        return ""
+    rate = done / elapsed
+    left = int((total - done) / rate) if rate > 0 else 0
+    return f"{rate:.0f} notes/s, {left // 60}:{left % 60:02d} left" if done < total else f"{rate:.0f} notes/s"
 
 
 @cli.command()

@@ -151,6 +151,9 @@ def session_start(payload: dict[str, Any], settings: dict[str, Any], record: dic
         notes.append(f"{counts['review']} awaiting review (memvault review)")
     if counts["inbox"]:
         notes.append(f"{counts['inbox']} in the inbox (memvault inbox)")
+    if source in ("startup", "resume"):
+        # .get: a settings cache written by an older release has no such key
+        notes += _since_last_session(root, folder, settings["memory"].get("transparency", "notify"))
     notes += runtime.warnings().values()
     out: Output = {}
     if context:
@@ -158,6 +161,26 @@ def session_start(payload: dict[str, Any], settings: dict[str, Any], record: dic
     if notes:
         out["systemMessage"] = "; ".join(notes)
     return out or None
+
+
+def _since_last_session(root: Path, folder: str, transparency: str) -> list[str]:
+    """'Since your last session: 3 entries saved, …' from the vault's change log (`memory.transparency: notify`).
+
+    The place reached in the log is kept per vault on this machine; the first session only sets it.
+    """
+    if transparency == "silent":
+        return []
+    from memvault.store import changelog
+
+    mark_file = paths.vault_state_dir(root) / "changelog-seen.json"
+    mark = runtime.read_json(mark_file)
+    counts, reached, page = changelog.since(root / folder, mark if isinstance(mark, dict) else None)
+    if reached != mark:
+        runtime.write_json(mark_file, reached)
+    said = changelog.summary(counts)
+    if transparency != "notify" or not said or not page:
+        return []
+    return [f"Since your last session: {said} (see {folder}/{changelog.FOLDER}/{page})"]
 
 
 # ---- UserPromptSubmit -----------------------------------------------------------------------

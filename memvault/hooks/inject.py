@@ -53,11 +53,13 @@ def always_load_paths(root: Path, folder: str, index_file: Path | None) -> list[
 
 def read_entry(root: Path, rel: str, folder: str) -> Loaded | None:
     """One note as context, or None when it is private, not active, or unreadable."""
+    from memvault.errors import MemvaultError
     from memvault.recall import scan, search
+    from memvault.store import disk  # after recall has run: none of this is on the way to it
 
     try:
-        text = (root / rel).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        text = disk.read_text(root / rel)  # regular files only, bounded
+    except MemvaultError:
         return None
     head, body = scan.split_frontmatter(text)
     if not scan.admits_file(rel, folder, head, search.Options()):

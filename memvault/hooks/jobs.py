@@ -81,7 +81,7 @@ def warm_up(vault: Vault, project: Path | None = None) -> dict[str, Any]:
         indexing.ensure_service(vault.config)
     out: dict[str, Any] = {}
     try:  # another session's warm-up may be reindexing this vault right now: that one is enough
-        report = indexing.reindex(vault.root, vault.config, vectors="service" if warm else "none", lock_timeout=0)
+        report = indexing.reindex(vault.root, vault.config, vectors="service" if warm else "none")
         out.update(reindexed=report.changed, embedded=report.embedded, warnings=report.warnings or None)
     except MemvaultError as exc:
         out.update(reindexed=None, reason=str(exc))

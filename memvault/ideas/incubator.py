@@ -7,13 +7,13 @@ import dataclasses
 import datetime as dt
 import difflib
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from memvault.errors import MemvaultError, SafetyError
-from memvault.store import disk, journal, model, notes, safety
+from memvault.store import changelog, disk, journal, model, notes, safety
 from memvault.store.model import ARCHIVE, INCUBATOR, WriteResult
 from memvault.vault.core import Vault
 
@@ -34,6 +34,7 @@ class Idea:
     status: str
     last_touched: dt.datetime  # aware: the later of the newest file mtime in the folder and `updated` (or `created`)
     section_present: bool  # a section of Ideas.md links to the incubator note
+    protected: bool = False  # `protected: true` or a protected folder: gc never offers it
 
     @property
     def folder(self) -> str:
@@ -66,9 +67,11 @@ def read_ledger(vault: Vault) -> str | None:
     """The text of Ideas.md (None when there is none); a non-UTF-8 file is refused, never rewritten."""
     path, _ = safety.resolve_target(vault.root, ideas_md.LEDGER, vault.folder, outside=True)
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return None
+        data = disk.read_bytes(path)
+    except MemvaultError as exc:
+        if exc.code == "missing":
+            return None
+        raise
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
@@ -96,7 +99,8 @@ def ideas_in(vault: Vault, statuses: Iterable[str] | None = ("incubating",)) -> 
         folder = rel.rsplit("/", 1)[0]
         touched = max(_file_time(index.parent), _meta_time(meta.get("updated") or meta.get("created")))
         present = ideas_md.find_section(ledger, ideas_md.link_target(folder)) is not None
-        found.append(Idea(index.parent.name, rel.split("/")[1], rel, nf.title, status, touched, present))
+        found.append(Idea(index.parent.name, rel.split("/")[1], rel, nf.title, status, touched, present,
+                          vault.protected(rel, meta)))  # fmt: skip
     return found
 
 
@@ -151,6 +155,7 @@ def capture(
     meta: Mapping[str, Any] | None = None,
     tags: Iterable[str] = ("idea",),
     summary: str | None = None,
+    log: Sequence[changelog.Record] = (),
 ) -> WriteResult:
     """Write an idea to both places in one journalled write: `<group>/_idea-incubator/<slug>/_index.md`
     and a section appended to Ideas.md (unless a section already links to that note).
@@ -161,7 +166,8 @@ def capture(
         raise MemvaultError("the idea needs a title", code="usage")
     model.check_fields({}, body)
     group_s = model.slug(group or vault.config.vault.default_group, "group")
-    folder = f"{vault.folder}/{group_s}/{INCUBATOR}/{model.slug(slug or title, 'slug')}"
+    name = model.slug(slug, "slug") if slug else model.slug(title, "slug", from_text=True)
+    folder = f"{vault.folder}/{group_s}/{INCUBATOR}/{name}"
     rel = f"{folder}/{ideas_md.INDEX}"
     stamp = notes.now()
     given = dict(meta or {})
@@ -193,7 +199,7 @@ def capture(
             )
         return ops
 
-    result = vault.transact("idea", rel, plan, reason=title)
+    result = vault.transact("idea", rel, plan, reason=title, log=log)
     return _with_warnings(result, warnings)
 
 
@@ -215,12 +221,18 @@ def archive(vault: Vault, idea: Idea) -> Outcome:
     while (vault.root / dest).exists():
         dest, n = f"{base}.{day.strftime('%Y%m%d')}-{n}", n + 1
     marker = f"→ archived {day.isoformat()} to [[{ideas_md.link_target(dest)}]]"
-    return _relocate(vault, idea, dest, "archived", {"status": "archived", "archived": day}, marker)
+    log = changelog.Record(changelog.ARCHIVED, detail=f"idea {idea.slug} {_untouched(idea)}, archived by gc")
+    return _relocate(vault, idea, dest, "archived", {"status": "archived", "archived": day}, marker, log)
 
 
 def delete(vault: Vault, idea: Idea) -> Outcome:
     """Remove an idea's folder (every file, journalled) and mark its Ideas.md section `→ deleted`."""
-    return _relocate(vault, idea, None, "deleted", {}, f"→ deleted {dt.date.today().isoformat()}")
+    log = changelog.Record(changelog.DELETED, detail=f"idea {idea.slug} {_untouched(idea)}, deleted by gc")
+    return _relocate(vault, idea, None, "deleted", {}, f"→ deleted {dt.date.today().isoformat()}", log)
+
+
+def _untouched(idea: Idea) -> str:
+    return f"untouched since {idea.last_touched.astimezone().date().isoformat()}"
 
 
 def _incubating(vault: Vault, slug: str, group: str | None) -> Idea:
@@ -230,8 +242,14 @@ def _incubating(vault: Vault, slug: str, group: str | None) -> Idea:
     return idea
 
 
-def _relocate(vault: Vault, idea: Idea, dest: str | None, action: str, meta: Mapping[str, Any], marker: str) -> Outcome:
-    """Move (or, with no `dest`, remove) an idea folder and mark its section, as one journalled write."""
+def _relocate(
+    vault: Vault, idea: Idea, dest: str | None, action: str, meta: Mapping[str, Any], marker: str,
+    log: changelog.Record | None = None,
+) -> Outcome:  # fmt: skip
+    """Move (or, with no `dest`, remove) an idea folder and mark its section, as one journalled write.
+
+    A protected idea is refused (`ProtectedError`) unless the caller waived protection after asking.
+    """
     warnings: list[str] = []
     section = {"marked": False}
 
@@ -267,10 +285,11 @@ def _relocate(vault: Vault, idea: Idea, dest: str | None, action: str, meta: Map
         return ops
 
     op = {"promoted": "promote", "archived": "archive", "deleted": "delete"}[action]
-    result = vault.transact(op, dest + f"/{ideas_md.INDEX}" if dest else idea.path, plan, reason=f"idea {idea.slug}")
+    target = dest + f"/{ideas_md.INDEX}" if dest else idea.path
+    result = vault.transact(op, target, plan, reason=f"idea {idea.slug}", log=[log] if log else ())
     _prune(vault.root / idea.folder)
     result = _with_warnings(result, warnings)
-    moved = tuple(p for p in result.paths if p != ideas_md.LEDGER and (dest is None or p.startswith(dest + "/")))
+    moved = tuple(p for p in result.paths if p.startswith(f"{dest or idea.folder}/"))  # not Ideas.md, not the log
     return Outcome(
         action, idea.slug, result.path if dest else "", moved, section["marked"], result.commit, result.warning
     )
@@ -303,7 +322,7 @@ def _confined(vault: Vault, rel: str) -> str:
 def _moved_text(vault: Vault, rel: str, path: Path, inner: str, meta: Mapping[str, Any], warnings: list[str]) -> str:
     """The content a file of the folder has at its new place: the folder note gets its new keys."""
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = disk.read_bytes(path).decode("utf-8")
     except UnicodeDecodeError:
         raise SafetyError(
             f"{rel} is not a text file: memvault moves an idea folder as one journalled write of text files; "

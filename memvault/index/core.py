@@ -17,7 +17,7 @@ from memvault.errors import MemvaultError
 
 from . import chunking, db
 from .db import Connection
-from .schema import MIGRATIONS, VEC_TABLE, NoteRow, content_hash
+from .schema import MIGRATIONS, UNREADABLE, VEC_TABLE, NoteRow, content_hash
 
 
 class CorruptIndex(MemvaultError):
@@ -264,9 +264,9 @@ class Index:
         model = self._model_name()
         wanted = list(first)[:500]
         rows = self.conn.execute(
-            "SELECT id, title, tags FROM notes WHERE error IS NULL AND (embedded IS NULL OR embedded != ?) "
+            "SELECT id, title, tags FROM notes WHERE status != ? AND (embedded IS NULL OR embedded != ?) "
             f"ORDER BY path IN ({','.join('?' * len(wanted))}) DESC, in_memory DESC, id LIMIT ?",
-            (model or "", *wanted, limit),
+            (UNREADABLE, model or "", *wanted, limit),
         ).fetchall()
         out = []
         for note_id, title, tags in rows:
@@ -280,13 +280,13 @@ class Index:
 
     def has_pending(self) -> bool:
         """Whether some note still waits for its first vectors (cheap: a partial index; for the prompt path)."""
-        sql = "SELECT 1 FROM notes WHERE embedded IS NULL AND error IS NULL LIMIT 1"
+        sql = "SELECT 1 FROM notes WHERE embedded IS NULL AND status != 'unreadable' LIMIT 1"  # the partial index
         return self.conn.execute(sql).fetchone() is not None
 
     def pending_count(self) -> int:
         row = self.conn.execute(
-            "SELECT count(*) FROM notes WHERE error IS NULL AND (embedded IS NULL OR embedded != ?)",
-            (self._model_name() or "",),
+            "SELECT count(*) FROM notes WHERE status != ? AND (embedded IS NULL OR embedded != ?)",
+            (UNREADABLE, self._model_name() or ""),
         ).fetchone()
         return int(row[0])
 

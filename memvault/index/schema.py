@@ -19,6 +19,7 @@ VISIBLE, INBOX, PRIVATE, HIDDEN = 0, 1, 2, 3
 # fix is still the answer when the error comes back). Superseded, archived, incubating and promoted
 # entries are not.
 RECALLED_STATUSES = ("active", "resolved")
+UNREADABLE = "unreadable"  # the status of a file whose text could not be read (too large, binary, not UTF-8, …)
 
 
 def place(rel: str, folder: str) -> tuple[bool, str | None, str]:
@@ -48,15 +49,16 @@ class NoteRow:
     updated: str | None = None
     in_memory: bool = False
     area: str = ""  # "_inbox", "_review", "_archive", "_always-load", "_idea-incubator" or ""
-    error: str | None = None
+    error: str | None = None  # unreadable (status UNREADABLE: not indexed), or invalid frontmatter (text indexed)
     created: str | None = None
 
     @property
     def visibility(self) -> int:
-        if self.error or self.area == "_archive" or self.status in ("superseded", "archived"):
+        if self.status == UNREADABLE or self.area == "_archive" or self.status in ("superseded", "archived"):
             return HIDDEN
-        if self.in_memory and self.status not in RECALLED_STATUSES:
-            return HIDDEN
+        if self.in_memory and (self.error or self.status not in RECALLED_STATUSES):
+            return HIDDEN  # an entry whose frontmatter cannot be read may be superseded or private: never injected
+        # A note of the user's own whose frontmatter YAML rejects (Obsidian accepts it) is still recalled by its text.
         if self.private:
             return PRIVATE
         return INBOX if self.area in ("_inbox", "_review") else VISIBLE
@@ -112,10 +114,18 @@ def _created(conn: Connection) -> None:
     conn.execute("UPDATE notes SET mtime_ns = 0, hash = ''")  # the next sync re-reads every note to fill it in
 
 
+def _readable_pending(conn: Connection) -> None:
+    # Notes with invalid frontmatter are embedded too (only unreadable files are not): re-read every note.
+    conn.execute("DROP INDEX notes_unembedded")
+    conn.execute("CREATE INDEX notes_unembedded ON notes(id) WHERE embedded IS NULL AND status != 'unreadable'")
+    conn.execute("UPDATE notes SET mtime_ns = 0, hash = ''")
+
+
 MIGRATIONS: list[db.Migration] = [
     ("0001_core", _core),
     ("0002_recalls", _recalls),
     ("0003_unembedded", _pending_index),
     ("0004_recall_cursor", _recall_cursor),
     ("0005_created", _created),
+    ("0006_readable_pending", _readable_pending),
 ]

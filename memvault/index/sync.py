@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -13,9 +14,13 @@ from memvault.store import disk, model, notes, safety
 
 from . import chunking, db
 from .core import Index
-from .schema import NoteRow, content_hash, place
+from .schema import UNREADABLE, NoteRow, content_hash, place
 
-INDEX_MAX_BYTES = 5 * 1024 * 1024  # a bigger file is recorded as unreadable, not indexed
+INDEX_MAX_BYTES = disk.MAX_NOTE_BYTES  # a bigger file is recorded as unreadable, not indexed
+IDEAS_LEDGER = "Ideas.md"  # the idea ledger at the vault root (ideas.ledger.LEDGER; ideas sits above index)
+# A ledger section (`## date: title` up to the next `#`/`##` heading) marked `→ archived …` or `→ deleted …`.
+_RETIRED_IDEA = re.compile(r"(?m)^##[ \t][^\n]*\n(?:(?!#{1,2}[ \t])[^\n]*\n)*?→ (?:archived|deleted)\b[^\n]*(?:\n|\Z)")
+_PRIVATE_LINE = re.compile(r"(?im)^private:\s*['\"]?(true|yes|on)['\"]?\s*$")
 EMBED_BATCH_NOTES = 32
 SCAN_BATCH = 200
 
@@ -44,6 +49,9 @@ class Layout:
         body = safety.strip_private(note.body)
         title = notes.title_of(note, Path(rel).stem)
         meta = note.meta if note.ok else {}
+        # Frontmatter YAML rejects (Obsidian accepts `- @kepano`): the note is indexed by its text, and a
+        # `private: true` line still counts.
+        private = meta.get("private") is True or (not note.ok and bool(_PRIVATE_LINE.search(note.frontmatter or "")))
         row = NoteRow(
             path=rel,
             mtime_ns=mtime_ns,
@@ -55,7 +63,7 @@ class Layout:
             group=group,
             tags=tuple(str(t).lstrip("#") for t in model.as_list(meta.get("tags")) if t is not None),
             always_load=meta.get("always_load") is True or area == model.ALWAYS_LOAD,
-            private=meta.get("private") is True,
+            private=private,
             updated=model.to_str(meta.get("updated")),
             in_memory=in_memory,
             area=area,
@@ -63,6 +71,8 @@ class Layout:
             created=model.to_str(meta.get("created")),
         )
         links = chunking.wikilinks((note.frontmatter or "") + "\n" + body)
+        if rel == IDEAS_LEDGER:  # an idea archived or deleted from the ledger is not recalled through it
+            body = _RETIRED_IDEA.sub("", body)
         return row, chunking.chunks(body), links
 
 
@@ -153,7 +163,7 @@ def _sync_one(
         report.unchanged += 1
         return
     if text is None:
-        row = NoteRow(rel, st.st_mtime_ns, st.st_size, digest, Path(rel).stem, status="unreadable", error=error)
+        row = NoteRow(rel, st.st_mtime_ns, st.st_size, digest, Path(rel).stem, status=UNREADABLE, error=error)
         index.upsert(row, [], [])
     else:
         row, parts, links = layout.row(rel, text, st.st_mtime_ns, st.st_size, digest)

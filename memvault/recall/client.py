@@ -18,7 +18,8 @@ from memvault import paths
 from memvault.errors import MemvaultError
 
 __all__ = [
-    "Embedded", "embed", "info_file", "query_vector", "recall", "socket_path", "start", "status", "stop", "wait_ready",
+    "Embedded", "catch_up", "embed", "info_file", "query_vector", "recall", "socket_path", "start", "status", "stop",
+    "wait_ready",
 ]  # fmt: skip
 
 SOCKET_NAME = "embed.sock"
@@ -176,6 +177,15 @@ def recall(index: str, query: str, options: dict[str, Any], *, timeout: float) -
     reply = _request(info, {"op": "recall", "index": index, "query": query, "options": options}, deadline)
     result = reply.get("result") if reply is not None else None
     return result if isinstance(result, dict) and isinstance(result.get("hits"), list) else None
+
+
+def catch_up(index: str, lock: str, *, timeout: float = 0.25) -> bool:
+    """Ask the service to embed the index's pending notes in the background; whether it took the job."""
+    deadline = time.monotonic() + timeout
+    info = read_info()
+    if info is None:
+        return False
+    return _request(info, {"op": "catch_up", "index": index, "lock": lock}, deadline) is not None
 
 
 def status(*, timeout: float = 1.0) -> dict[str, Any] | None:

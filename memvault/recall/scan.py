@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from memvault.errors import MemvaultError
 from memvault.index import chunking
 from memvault.index.schema import NoteRow, place
 
@@ -38,8 +39,8 @@ def scan(root: Path, folder: str, ignore: tuple[str, ...], query: str, options: 
         if rel in options.exclude or disk.is_conflict_copy(rel):
             continue
         try:
-            text = (root / rel).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+            text = disk.read_text(root / rel)  # regular files only, bounded: a FIFO never blocks the prompt
+        except MemvaultError:
             continue
         head, body = split_frontmatter(text)
         if not admits_file(rel, folder, head, options):

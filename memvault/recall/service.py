@@ -23,6 +23,7 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,35 @@ THREADS = 1
 # stay on one thread, where a busy machine cannot stretch them from 15 ms to hundreds.
 BATCH_THREADS = max(1, min(4, os.cpu_count() or 1))
 BATCH_MIN = 8
+# A batch (reindex) is encoded a slice at a time, its texts sorted by length so a slice pads little; between
+# slices a query or a write's few chunks go first, so they never wait for more than one slice.
+SLICE = 16
+
+
+class Turns:
+    """The loaded model, one encode at a time; urgent work (queries, a write's chunks) goes before batch slices."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.busy = False
+        self.urgent_waiting = 0
+
+    @contextlib.contextmanager
+    def turn(self, urgent: bool) -> Iterator[None]:
+        with self.cond:
+            self.urgent_waiting += urgent
+            try:
+                while self.busy or (not urgent and self.urgent_waiting):
+                    self.cond.wait()
+            finally:
+                self.urgent_waiting -= urgent
+            self.busy = True
+        try:
+            yield
+        finally:
+            with self.cond:
+                self.busy = False
+                self.cond.notify_all()
 
 
 def _now() -> str:
@@ -92,9 +122,10 @@ class Server:
         self.token = secrets.token_hex(16)
         self.socket_file = runtime / SOCKET_NAME
         self.info_file = runtime / INFO_NAME
-        self.encode_lock = threading.Lock()
+        self.turns = Turns()
         self.stats_lock = threading.Lock()
         self.vectors: Any = None  # vecmem.VectorCache, created by the first recall request
+        self.catching_up: set[str] = set()  # indexes whose pending notes a background thread is embedding
         self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self.requests = 0
         self.last_request_at: str | None = None
@@ -230,6 +261,8 @@ class Server:
             return self._recall(request), None
         if op == "status":
             return {"ok": True, **self.status()}, None
+        if op == "catch_up":
+            return self._catch_up(request), None
         if op == "stop":
             return {"ok": True}, "stop request"
         return _error(f"unknown op {op!r}"), None
@@ -240,8 +273,7 @@ class Server:
         if len(texts) > MAX_TEXTS:
             return _error(f"at most {MAX_TEXTS} texts per request")
         try:
-            with self.encode_lock:
-                vectors = self.embedder.encode(texts, threads=BATCH_THREADS if len(texts) >= BATCH_MIN else THREADS)
+            vectors = self.encode(texts)
         except Exception as exc:  # reported to the client, the service keeps serving
             log(f"encode failed: {type(exc).__name__}: {exc}")
             return _error(f"encode failed: {type(exc).__name__}")
@@ -272,8 +304,62 @@ class Server:
         self._served()
         return {"ok": True, "result": result.as_dict()}
 
+    def _catch_up(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Embed an index's pending notes in the background (a write that could not wait for its vectors)."""
+        index, lock = request.get("index"), request.get("lock")
+        if not (isinstance(index, str) and index.endswith(".sqlite3") and isinstance(lock, str)
+                and lock.endswith(".lock")):  # fmt: skip
+            return _error("catch_up needs index (an .sqlite3 file) and lock (a .lock file)")
+        with self.stats_lock:
+            running = index in self.catching_up
+            self.catching_up.add(index)
+        if not running:
+            threading.Thread(target=self._embed_pending, args=(index, lock), daemon=True).start()
+        self._served()
+        return {"ok": True, "started": not running}
+
+    def _embed_pending(self, index_file: str, lock_file: str) -> None:
+        from memvault.index import core as ix
+        from memvault.index import sync
+
+        lock = filelock.FileLock(lock_file)
+        try:
+            lock.acquire(timeout=0)
+        except (filelock.Timeout, OSError):  # a reindex of that vault runs: it embeds the pending notes
+            with self.stats_lock:
+                self.catching_up.discard(index_file)
+            return
+        try:
+            index = ix.open_index(Path(index_file))
+            try:
+                done = sync.embed_pending(index, _Vectors(self), batch_notes=8)
+            finally:
+                index.close()
+            log(f"caught up: {done} note(s) embedded in {index_file}")
+        except Exception as exc:  # the index is derived: the next reindex catches up instead
+            log(f"catch-up failed: {type(exc).__name__}: {exc}")
+        finally:
+            lock.release()
+            with self.stats_lock:
+                self.catching_up.discard(index_file)
+
+    def encode(self, texts: list[str]) -> list[bytes]:
+        """Vectors for `texts`: a few at once, ahead of any batch; a batch by length-sorted slices."""
+        if len(texts) < BATCH_MIN:
+            with self.turns.turn(urgent=True):
+                return list(self.embedder.encode(texts, threads=THREADS))
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        vectors: list[bytes] = [b""] * len(texts)
+        for start in range(0, len(order), SLICE):
+            part = order[start : start + SLICE]
+            with self.turns.turn(urgent=False):
+                encoded = self.embedder.encode([texts[i] for i in part], batch_size=SLICE, threads=BATCH_THREADS)
+            for i, vector in zip(part, encoded, strict=True):
+                vectors[i] = vector
+        return vectors
+
     def _query_vector(self, text: str, timeout: float) -> tuple[str, bytes]:
-        with self.encode_lock:
+        with self.turns.turn(urgent=True):
             return self.embedder.name, self.embedder.encode([text], threads=THREADS)[0]
 
     def _served(self) -> None:
@@ -303,6 +389,16 @@ class Server:
             current = json.loads(self.info_file.read_text(encoding="utf-8"))
             if current.get("pid") == os.getpid() and current.get("token") == self.token:
                 os.unlink(self.info_file)
+
+
+class _Vectors:
+    """The server's model as `sync.Embedder`, through its turns (for catching up an index in the background)."""
+
+    def __init__(self, server: Server) -> None:
+        self.server, self.name, self.dim = server, server.embedder.name, server.embedder.dim
+
+    def encode(self, texts: list[str]) -> list[bytes]:
+        return self.server.encode(texts)
 
 
 def _error(message: str) -> dict[str, Any]:

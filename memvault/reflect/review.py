@@ -9,17 +9,19 @@ and is then removed from the queue; rejecting deletes it (the git history keeps 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
 from memvault.errors import MemvaultError, SafetyError
-from memvault.store import disk, model, notes
-from memvault.store.model import INBOX, INCUBATOR, REVIEW, Entry, WriteResult
+from memvault.store import changelog, disk, model, notes
+from memvault.store.changelog import Record
+from memvault.store.model import ALWAYS_LOAD, INBOX, INCUBATOR, REVIEW, Entry, WriteResult
 from memvault.vault.core import Vault
 
 # Capture keys that only make sense while the entry waits in a queue.
-QUEUE_KEYS = ("proposes_supersede",)
+QUEUE_KEYS = ("proposes_supersede", "supersede_note", "approve_to")
 
 
 @dataclass(frozen=True)
@@ -70,12 +72,15 @@ def resolve(vault: Vault, given: str, area: str) -> str:
     raise MemvaultError(f"{given} is ambiguous: {', '.join(matches)}; give the full path", code="usage")
 
 
-def destination(vault: Vault, rel: str, kind: str | None = None) -> str:
-    """Where an approved capture goes: `<folder>/<group>/<kind>/<slug>.md` (a free slug)."""
+def destination(vault: Vault, rel: str, kind: str | None = None, meta: Mapping[str, Any] | None = None) -> str:
+    """Where an approved capture goes: `<folder>/<group>/<kind>/<slug>.md` (a free slug), or `_always-load/`
+    for a capture that asks for it (`approve_to: _always-load`, as `memvault seed` writes them)."""
     nf = vault.read(rel)
     kind = model.slug(kind or str(nf.note.meta.get("kind") or "note"), "kind")
     group = vault.group_of(rel) or vault.config.vault.default_group
-    return disk.free_note(vault.root, f"{vault.folder}/{group}/{kind}", PurePosixPath(rel).stem)
+    wanted = (nf.note.meta if meta is None else meta).get("approve_to")  # `meta`: as edited in review
+    folder = ALWAYS_LOAD if wanted == ALWAYS_LOAD else kind
+    return disk.free_note(vault.root, f"{vault.folder}/{group}/{folder}", PurePosixPath(rel).stem)
 
 
 def approve(vault: Vault, rel: str, *, edited: str | None = None, how: str = "approved") -> WriteResult:
@@ -83,14 +88,17 @@ def approve(vault: Vault, rel: str, *, edited: str | None = None, how: str = "ap
     meta: dict[str, Any] = {"status": "active", "review": how, "reviewed": dt.date.today()}
     body = None
     drop = list(QUEUE_KEYS)
+    given: Mapping[str, Any] | None = None
     if edited is not None:
         given, body = model.split_given(edited)
         before = vault.read(rel).note.meta
         drop += [k for k in before if k not in given and k not in meta]
-        meta = {**given, **meta}
+        meta = {k: v for k, v in {**given, **meta}.items() if k not in QUEUE_KEYS}
     kind = str(meta.get("kind") or "") or None
     op = "accept" if how == "accepted" else "approve"
-    return vault.move(rel, destination(vault, rel, kind), meta=meta, remove=drop, body=body, op=op)
+    log = [Record(changelog.APPROVED, detail=f"{how} from {PurePosixPath(rel).parent.name}/ by you")]
+    where = destination(vault, rel, kind, given)
+    return vault.move(rel, where, meta=meta, remove=drop, body=body, op=op, log=log)
 
 
 def supersede(vault: Vault, rel: str, target: str | None = None) -> WriteResult:
@@ -109,12 +117,14 @@ def supersede(vault: Vault, rel: str, target: str | None = None) -> WriteResult:
     reason = f"reviewed capture {PurePosixPath(rel).stem} replaces it"
     source = str(nf.note.meta.get("source") or "manual")
     confidence = nf.note.meta.get("confidence")
+    log = [Record(changelog.SUPERSEDED, detail=f"by you in review: the capture {PurePosixPath(rel).stem} replaces it")]
     result = vault.evolve(
-        old, content, reason=reason, source=source, confidence=str(confidence) if confidence else None
+        old, content, reason=reason, source=source, confidence=str(confidence) if confidence else None, log=log
     )
     vault.remove(rel, reason=f"applied as a supersede of {old}", op="review")
     return result
 
 
 def reject(vault: Vault, rel: str, *, how: str = "rejected") -> WriteResult:
-    return vault.remove(rel, reason=f"{how} in review", op="reject")
+    log = [Record(changelog.REJECTED, detail=f"{how} by you")]
+    return vault.remove(rel, reason=f"{how} in review", op="reject", log=log)

@@ -60,6 +60,7 @@ class Nearest:
     in_memory: bool = True  # under MemoryVault/ (only those may be superseded by reflection)
     updated: str | None = None  # ISO 8601
     key: str | None = None  # its `reflect_key`, when reflection wrote it
+    protected: bool = False  # `protected: true` or a protected folder: never superseded automatically
 
     @property
     def pending(self) -> bool:
@@ -129,6 +130,14 @@ def route(
         and nearest.kind == candidate.category
         and _newer(captured_at, nearest.updated)
     ):
+        if nearest.protected:  # to review whatever the review mode: never applied without a person
+            return Route(
+                SUPERSEDE,
+                REVIEW,
+                f"similar to the protected {nearest.kind} ({nearest.measure} {nearest.similarity:.2f}) but "
+                "different: proposed in review, never applied automatically",
+                nearest.path,
+            )
         return Route(
             SUPERSEDE,
             INBOX if review_mode == "silent" else REVIEW,

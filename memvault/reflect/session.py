@@ -19,7 +19,8 @@ from memvault.ideas import incubator
 from memvault.index import chunking
 from memvault.index.schema import place
 from memvault.recall import search as recall_mod
-from memvault.store import disk, notes, privacy, secrets
+from memvault.store import changelog, disk, notes, privacy, secrets
+from memvault.store.changelog import Record
 from memvault.store.model import INCUBATOR
 from memvault.vault.core import Vault
 
@@ -69,6 +70,7 @@ class TranscriptPass:
         self.thresholds = router.Thresholds.from_settings(vault.config.reflection)
         self.group = vault.config.vault.default_group
         self.synced = False
+        self.skipped: list[Record] = []  # duplicates: one change-log write at the end of the pass
 
     def run(self) -> None:
         from . import miner, readers, transcript
@@ -104,6 +106,7 @@ class TranscriptPass:
             raise
         if report.dry_run:
             return
+        self._log_skipped()
         if report.halted:
             state.save()  # the routed keys, not the cursor: the rest is mined again next time
             self.ledger.save()
@@ -248,6 +251,7 @@ class TranscriptPass:
             kind=str(meta["kind"]) if meta.get("kind") else None, status=str(meta.get("status") or "active"),
             area=area, in_memory=in_memory, updated=_iso(updated),
             key=str(meta["reflect_key"]) if meta.get("reflect_key") else None,
+            protected=in_memory and self.vault.protected(rel, meta),
         )  # fmt: skip
 
     def _text(self, rel: str) -> str:
@@ -262,7 +266,11 @@ class TranscriptPass:
     def _apply(
         self, choice: router.Route, candidate: Any, title: str, body: str, session: str, seen: int, related: list[str]
     ) -> str | None:
+        why = {"rule": candidate.rule, "confidence": candidate.confidence, "session": session}
         if choice.action == router.DUPLICATE:
+            if not self.report.dry_run:
+                detail = f"{title!r} not saved again: {choice.reason}"
+                self.skipped.append(Record(changelog.DUPLICATE, choice.target, detail, **why))
             return None
         meta: dict[str, Any] = {
             "route": choice.action if choice.action != router.SUPERSEDE else "review",
@@ -282,13 +290,20 @@ class TranscriptPass:
                 return new_rel
             route = "saved" if folder not in (router.REVIEW, router.INBOX) else folder.lstrip("_")
             meta.update(route=route, confidence=candidate.confidence)
-            return self.vault.move(choice.target, new_rel, meta=meta, op="reflect").path
+            log = [Record(changelog.PROMOTED, detail=choice.reason, **why)]
+            return self.vault.move(choice.target, new_rel, meta=meta, op="reflect", log=log).path
         text = body.strip() + "\n" if body.lstrip().startswith("# ") else f"# {title}\n\n{body.strip()}\n"
+        detail = choice.reason
         if choice.action == router.SUPERSEDE:
+            assert choice.target
             meta["proposes_supersede"] = choice.target
             meta["route"] = "review" if choice.folder == router.REVIEW else "inbox"
+            detail = f"would replace {changelog.wikilink(choice.target)}: {choice.reason}"
+            if self.vault.protected(choice.target):
+                meta["supersede_note"] = protected_note(choice.target)
         if choice.action == router.IDEA:
-            return self._idea(candidate, title, text, meta, session, related)
+            log = [Record(changelog.IDEA, detail=detail, **why)]
+            return self._idea(candidate, title, text, meta, session, related, log)
         meta["route"] = {router.SAVE: "saved", router.REVIEW_Q: "review", router.INBOX_Q: "inbox"}.get(
             choice.action, meta["route"]
         )
@@ -296,14 +311,27 @@ class TranscriptPass:
         rel = disk.free_note(self.vault.root, f"{self.vault.folder}/{self.group}/{choice.folder}", capture_slug(title))
         if self.report.dry_run:
             return rel
+        action = {router.SAVE: changelog.SAVED, router.INBOX_Q: changelog.INBOX}.get(choice.action, changelog.REVIEW)
+        if choice.action == router.SUPERSEDE:
+            action = changelog.PROPOSED
         return self.vault.save(
             candidate.category, Path(rel).stem, text, folder=choice.folder, source=session,
-            confidence=candidate.confidence, meta=meta,
+            confidence=candidate.confidence, meta=meta, log=[Record(action, detail=detail, **why)],
         ).path  # fmt: skip
 
+    def _log_skipped(self) -> None:
+        """One change-log write for the candidates the pass skipped as duplicates (nothing else changed)."""
+        if self.skipped:
+            try:
+                self.vault.record(self.skipped)
+            except MemvaultError as exc:  # the log is a record, not the work: the pass still counts
+                self.report.notes.append(f"the change log was not written: {exc}")
+            self.skipped = []
+
     def _idea(
-        self, candidate: Any, title: str, text: str, meta: dict[str, Any], session: str, related: list[str]
-    ) -> str:
+        self, candidate: Any, title: str, text: str, meta: dict[str, Any], session: str, related: list[str],
+        log: list[Record],
+    ) -> str:  # fmt: skip
         slug = self._free_folder(capture_slug(title))
         meta.update(route="idea", status="incubating", surfaced_in_session=session)
         if candidate.idea_kind:
@@ -315,7 +343,7 @@ class TranscriptPass:
         # Both places in one journalled write: the incubator note and its section in Ideas.md.
         return incubator.capture(
             self.vault, title, text, slug=slug, group=self.group, session=session,
-            confidence=candidate.confidence, meta=meta, tags=["idea"],
+            confidence=candidate.confidence, meta=meta, tags=["idea"], log=log,
         ).path  # fmt: skip
 
     def _free_folder(self, slug: str) -> str:
@@ -360,6 +388,14 @@ def _safe_key(candidate: Any) -> Any:
         return candidate
     digest = hashlib.sha256(candidate.key.encode("utf-8")).hexdigest()[:16]
     return dataclasses.replace(candidate, key=f"{candidate.category}:redacted-{digest}")
+
+
+def protected_note(target: str) -> str:
+    """What a supersede proposal of a protected entry says about itself (frontmatter `supersede_note`)."""
+    return (
+        f"{target} is protected: this proposal is never applied automatically. Supersede it in "
+        "`memvault review` (you are asked to confirm), or edit the entry yourself."
+    )
 
 
 def capture_slug(title: str) -> str:

@@ -10,18 +10,19 @@ import fnmatch
 import json
 import os
 import re
+import stat
 from collections.abc import Container, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import filelock
-
 from memvault import fault
 from memvault.errors import MemvaultError, VaultBusy
 
-# Read scope exclusions that always apply (names match any path component).
-DEFAULT_IGNORE = (".obsidian", ".trash", ".git", ".stversions", "node_modules", "_meta")
+# Read scope exclusions that always apply (names match any path component). Obsidian shows no file or
+# folder whose name starts with a dot (.obsidian, .trash, .git, .github, .stversions, …), so neither do we.
+DEFAULT_IGNORE = (".*", "node_modules", "_meta")
 TEMP_SUFFIX = ".memvault.tmp"
+MAX_NOTE_BYTES = 5 * 1024 * 1024  # a bigger file is not read as a note (every read is bounded)
 # Copies left by sync tools: Obsidian Sync / Dropbox / iCloud "(conflict …)", Syncthing ".sync-conflict-…".
 _CONFLICT = re.compile(r"(\([^)]*conflict[^)]*\d[^)]*\)|\.sync-conflict-\d{8}-\d{6})", re.IGNORECASE)
 
@@ -48,16 +49,19 @@ def templates_folder(root: Path) -> str | None:
 
 
 def ignore_patterns(root: Path, extra: tuple[str, ...] = ()) -> tuple[str, ...]:
-    """Default exclusions + the vault's templates folder (or `Templates`) + configured globs."""
-    return (*DEFAULT_IGNORE, templates_folder(root) or "Templates", *extra)
+    """Default exclusions + the templates folder configured in Obsidian (that folder only) + configured globs."""
+    templates = templates_folder(root)
+    return (*DEFAULT_IGNORE, *(("/" + templates,) if templates else ()), *extra)
 
 
 def is_ignored(rel: str, patterns: tuple[str, ...]) -> bool:
-    """Gitignore-like: a pattern without '/' matches any path component; with '/', the path from the root."""
+    """Gitignore-like: a pattern without '/' matches any path component; one starting with or containing '/'
+    matches the path from the vault's root (and everything below it)."""
     parts = rel.split("/")
     for pattern in patterns:
+        anchored = "/" in pattern.strip("/") or pattern.startswith("/")
         pattern = pattern.strip("/")
-        if "/" in pattern:
+        if anchored:
             if fnmatch.fnmatchcase(rel, pattern) or fnmatch.fnmatchcase(rel, pattern + "/*"):
                 return True
         elif any(fnmatch.fnmatchcase(part, pattern) for part in parts):
@@ -81,54 +85,68 @@ def list_markdown(root: Path, patterns: tuple[str, ...] = DEFAULT_IGNORE, under:
     """Walk the vault for `.md` files, honouring ignore patterns, never leaving the vault.
 
     Symlinked folders are followed only when they resolve inside the vault, and each real folder
-    is visited once, so symlink loops end. Temp files of interrupted writes are skipped.
+    is visited once, so symlink loops end. Temp files of interrupted writes are skipped, and so is
+    anything that is not a regular file (a FIFO named `x.md` would block whoever reads it).
     """
     real_root = os.path.realpath(root)
-    start = root / under if under else root
     found: list[str] = []
     skipped: list[tuple[str, str]] = []
     seen: set[tuple[int, int]] = set()
-    for dirpath, dirnames, filenames in os.walk(
-        start,
-        followlinks=True,
-        onerror=lambda e: skipped.append((_rel(root, e.filename or ""), f"unreadable: {e.strerror}")),
-    ):
+    stack = [_join("", under.strip("/"))] if under else [""]
+    while stack:
+        rel_dir = stack.pop()
+        folder = os.path.join(root, rel_dir) if rel_dir else str(root)
         try:
-            st = os.stat(dirpath)
-        except OSError:
-            dirnames[:] = []
-            continue
-        real_dir = os.path.realpath(dirpath)
-        if (st.st_dev, st.st_ino) in seen or not is_inside(real_dir, real_root):
-            skipped.append(
-                (_rel(root, dirpath), "symlink loop" if (st.st_dev, st.st_ino) in seen else "symlink leaves the vault")
-            )
-            dirnames[:] = []
-            continue
-        seen.add((st.st_dev, st.st_ino))
-        rel_dir = _rel(root, dirpath)
-        dirnames[:] = sorted(d for d in dirnames if not is_ignored(_join(rel_dir, d), patterns))
-        for name in sorted(filenames):
-            rel = _join(rel_dir, name)
-            if not name.lower().endswith(".md") or name.endswith(TEMP_SUFFIX) or is_ignored(rel, patterns):
+            st = os.stat(folder)
+            if (st.st_dev, st.st_ino) in seen or not is_inside(os.path.realpath(folder), real_root):
+                why = "symlink loop" if (st.st_dev, st.st_ino) in seen else "symlink leaves the vault"
+                skipped.append((rel_dir, why))
                 continue
-            if not is_inside(os.path.realpath(os.path.join(dirpath, name)), real_root):
-                skipped.append((rel, "symlink leaves the vault"))
+            seen.add((st.st_dev, st.st_ino))
+            with os.scandir(folder) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
+        except OSError as exc:
+            if rel_dir or under:
+                skipped.append((rel_dir, f"unreadable: {exc.strerror}"))
+            continue
+        folders = []
+        for entry in entries:
+            rel = _join(rel_dir, entry.name)
+            if is_ignored(rel, patterns):
                 continue
-            found.append(rel)
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            if is_dir:
+                folders.append(rel)
+                continue
+            if not entry.name.lower().endswith(".md") or entry.name.endswith(TEMP_SUFFIX):
+                continue
+            problem = _not_a_note(entry, real_root)
+            if problem:
+                skipped.append((rel, problem))
+            else:
+                found.append(rel)
+        stack.extend(reversed(folders))  # depth first, in name order
     return Listing(tuple(found), tuple(skipped))
 
 
-def read_text(path: Path, max_bytes: int | None = None) -> str:
-    """A note's text. Clear errors for missing, binary, non-UTF-8 and oversized files."""
+def _not_a_note(entry: os.DirEntry[str], real_root: str) -> str | None:
+    """Why a listed `.md` entry cannot be read as a note, or None (a regular file inside the vault)."""
     try:
-        data = path.read_bytes() if max_bytes is None else _read_capped(path, max_bytes)
-    except FileNotFoundError:
-        raise MemvaultError(f"{path}: no such note", code="missing", path=str(path)) from None
-    except IsADirectoryError:
-        raise MemvaultError(f"{path}: is a folder, not a note", code="not_markdown", path=str(path)) from None
+        if entry.is_symlink() and not is_inside(os.path.realpath(entry.path), real_root):
+            return "symlink leaves the vault"
+        if not entry.is_file():  # follows a symlink; a FIFO, socket or device is not a regular file
+            return "not a regular file"
     except OSError as exc:
-        raise MemvaultError(f"{path}: cannot read ({exc.strerror})", code="unreadable", path=str(path)) from None
+        return f"unreadable: {exc.strerror}"
+    return None
+
+
+def read_text(path: Path, max_bytes: int = MAX_NOTE_BYTES) -> str:
+    """A note's text. Clear errors for missing, binary, non-UTF-8, oversized and non-regular files."""
+    data = read_bytes(path, max_bytes)
     if b"\x00" in data[:8192]:
         raise MemvaultError(f"{path}: looks binary, not a markdown note", code="unreadable", path=str(path))
     try:
@@ -198,6 +216,8 @@ def sweep_temp_files(folder: Path) -> int:
 @contextlib.contextmanager
 def vault_lock(lock_file: Path, timeout: float) -> Iterator[None]:
     """The one vault-wide lock that serialises every mutation (across processes)."""
+    import filelock  # here, not at the top: the prompt path reads notes through this module
+
     lock = filelock.FileLock(str(lock_file), timeout=timeout)
     try:
         lock.acquire()
@@ -212,6 +232,8 @@ def vault_lock(lock_file: Path, timeout: float) -> Iterator[None]:
 @contextlib.contextmanager
 def try_lock(lock_file: Path, timeout: float) -> Iterator[bool]:
     """A cross-process lock, waited for at most `timeout` seconds; yields whether it was taken."""
+    import filelock
+
     lock = filelock.FileLock(str(lock_file))
     try:
         lock.acquire(timeout=timeout)
@@ -224,12 +246,42 @@ def try_lock(lock_file: Path, timeout: float) -> Iterator[bool]:
         lock.release()
 
 
-def _read_capped(path: Path, max_bytes: int) -> bytes:
-    with open(path, "rb") as handle:
-        data = handle.read(max_bytes + 1)
-    if len(data) > max_bytes:
+def read_bytes(path: Path, max_bytes: int = MAX_NOTE_BYTES) -> bytes:
+    """A file's bytes, read only if it is a regular file and at most `max_bytes` long; a clear error otherwise.
+
+    Opened non-blocking and checked before reading, so a FIFO or a device never blocks the reader.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise MemvaultError(f"{path}: no such note", code="missing", path=str(path)) from None
+    except IsADirectoryError:
+        raise MemvaultError(f"{path}: is a folder, not a note", code="not_markdown", path=str(path)) from None
+    except OSError as exc:
+        raise MemvaultError(f"{path}: cannot read ({exc.strerror})", code="unreadable", path=str(path)) from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise MemvaultError(f"{path}: is a folder, not a note", code="not_markdown", path=str(path))
+        if not stat.S_ISREG(st.st_mode):
+            raise MemvaultError(f"{path}: not a regular file", code="unreadable", path=str(path))
+        if st.st_size > max_bytes:
+            raise MemvaultError(f"{path}: larger than {max_bytes // 1024} KB", code="too_large", path=str(path))
+        chunks, size = [], 0
+        while size <= max_bytes:
+            chunk = os.read(fd, min(1024 * 1024, max_bytes + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        raise MemvaultError(f"{path}: cannot read ({exc.strerror})", code="unreadable", path=str(path)) from None
+    finally:
+        os.close(fd)
+    if size > max_bytes:  # it grew while being read
         raise MemvaultError(f"{path}: larger than {max_bytes // 1024} KB", code="too_large", path=str(path))
-    return data
+    return b"".join(chunks)
 
 
 def is_inside(real: str, real_root: str) -> bool:

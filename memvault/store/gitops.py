@@ -41,6 +41,8 @@ def commit(root: Path, paths: list[str], message: str) -> str | None:
     """Commit exactly `paths` (vault-relative) with `message`; None when nothing changed."""
     tracked = set(_git(root, "ls-files", "-z", "--", *paths).split("\0"))
     paths = [p for p in paths if p in tracked or os.path.lexists(root / p)]  # not a file never committed, now gone
+    ignored = _ignored(root, [p for p in paths if p not in tracked])  # e.g. a .gitignore'd `_meta/` change log
+    paths = [p for p in paths if p not in ignored]
     if not paths:
         return None
     _git(root, "add", "-A", "--", *paths)
@@ -87,6 +89,17 @@ def revert(root: Path, target: MemvaultCommit) -> str:
 def changed_paths(root: Path, sha: str) -> list[str]:
     out = _git(root, "show", "--name-only", "--no-renames", "--relative", "--format=", sha)
     return [line for line in out.splitlines() if line]
+
+
+def _ignored(root: Path, paths: list[str]) -> set[str]:
+    """Which of these untracked paths the repository ignores (`git add` would refuse them)."""
+    if not paths:
+        return set()
+    proc = subprocess.run(
+        ["git", "check-ignore", "-z", "--stdin"], input="\0".join(paths) + "\0", cwd=root,
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    return {p for p in proc.stdout.split("\0") if p} if proc.returncode == 0 else set()
 
 
 def _trailers(body: str) -> dict[str, str]:

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from memvault import fault
+from memvault.errors import MemvaultError
 
 from . import disk
 
@@ -46,11 +47,17 @@ def new_id() -> str:
     return f"{time.time_ns():020d}-{os.getpid()}-{os.urandom(3).hex()}"
 
 
+DIGEST_MAX_BYTES = 64 * 1024 * 1024  # larger than any note memvault writes; a bound, not a policy
+
+
 def digest(path: Path) -> str:
+    """The file's SHA-256, or ABSENT; a FIFO, device or huge file is a clear error, never a blocked read."""
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except FileNotFoundError:
-        return ABSENT
+        return hashlib.sha256(disk.read_bytes(path, DIGEST_MAX_BYTES)).hexdigest()
+    except MemvaultError as exc:
+        if exc.code == "missing":
+            return ABSENT
+        raise
 
 
 def text_digest(text: str | None) -> str:

@@ -98,11 +98,46 @@ def unreadable_entry(rel: str, group: str | None, in_memory: bool, error: str) -
     return Entry(rel, Path(rel).stem, None, "unreadable", group, (), False, False, None, in_memory, error=error)
 
 
-def slug(value: str, what: str) -> str:
-    slug = notes.slugify(value)
-    if not slug or slug.startswith("."):
-        raise MemvaultError(f"{what} {value!r} has no usable characters for a file name", code="usage")
-    return slug
+# Names Windows reserves for devices, with or without an extension: a note named so cannot be opened there.
+WINDOWS_RESERVED = frozenset(["con", "prn", "aux", "nul", *(f"{d}{n}" for d in ("com", "lpt") for n in range(10))])
+NAME_RULE = "a name is letters, digits, spaces, '-' and '_', without '/' or a leading '.'"
+
+
+class InvalidName(MemvaultError):
+    """A kind, group or slug that cannot be one file or folder name as given."""
+
+    code = "invalid_name"
+
+
+def slug(value: str, what: str, *, from_text: bool = False) -> str:
+    """The file-system name for a kind, group or slug; a name given by someone that memvault would have to
+    rewrite beyond case and spaces (a path, a reserved name) is refused. `from_text` slugs a title instead."""
+    problem = None if from_text else name_problem(value, what)
+    if problem:
+        raise InvalidName(f"{what} {value!r} is not a valid name: {problem} ({NAME_RULE})")
+    made = notes.slugify(value)
+    if not made or made.startswith("."):
+        raise InvalidName(f"{what} {value!r} has no usable characters for a file name ({NAME_RULE})")
+    if made.split(".")[0] in WINDOWS_RESERVED:
+        made = f"{made}-note"  # only reached from text (a title); a given name was refused above
+    return made
+
+
+def name_problem(value: str, what: str) -> str | None:
+    """Why `value` cannot be used as a kind, group or slug as given, or None."""
+    if "/" in value or "\\" in value:
+        return "it is one file or folder name, not a path"
+    if value.strip().startswith("."):
+        return "it may not start with '.'"
+    if what in ("kind", "group") and value.strip().startswith("_"):
+        return "names starting with '_' are memvault's own folders (_archive, _inbox, _review, …)"
+    if any(ord(c) < 32 for c in value):
+        return "it may not contain control characters"
+    if value.strip().lower().split(".")[0] in WINDOWS_RESERVED:
+        return f"Windows reserves the name {value.strip().split('.')[0].upper()}"
+    if any(c in '<>:"|?*' for c in value):
+        return 'it may not contain < > : " | ? *'
+    return None
 
 
 def tags(values: Iterable[str]) -> list[str]:

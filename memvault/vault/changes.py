@@ -6,18 +6,19 @@ write, this module makes it durable and crash-safe.
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 from memvault import config as config_mod
 from memvault import fault, paths
-from memvault.errors import GitError, VaultNotFound
+from memvault.errors import GitError, SafetyError, VaultNotFound
 from memvault.store import disk, gitops, journal, safety
 from memvault.store.model import WriteResult
 
-from . import indexing
+from . import changelog, indexing, protection
 
 
 class Changes:
@@ -29,6 +30,7 @@ class Changes:
         self.folder = folder
         self.state_dir = paths.vault_state_dir(root)
         self.journal_dir = self.state_dir / "journal"
+        self.waived = False  # set by Vault.protection_waived() for an explicit, confirmed command
 
     @contextmanager
     def mutation(self) -> Iterator[None]:
@@ -72,9 +74,23 @@ class Changes:
         return done
 
     def commit(
-        self, intent: journal.Intent, rel: str, archived: str | None = None, warning: str | None = None
+        self,
+        intent: journal.Intent,
+        rel: str,
+        archived: str | None = None,
+        warning: str | None = None,
+        log: Sequence[changelog.Record] = (),
     ) -> WriteResult:
-        """Journal, apply and commit `intent` (under `mutation()`), then refresh the index."""
+        """Journal, apply and commit `intent` (under `mutation()`), then refresh the index.
+
+        A change touching a protected entry is refused unless waived; `log` lines are appended to the
+        change log in the same intent, so the change and its line land together or not at all.
+        """
+        if not self.waived:
+            protection.check(self.root, self.folder, self.config.vault.protected_folders, intent)
+        if self.config.memory.transparency != "silent":
+            page = changelog.log_op(self.root, self.folder, log, rel)
+            intent = dataclasses.replace(intent, ops=(*intent.ops, page)) if page else intent
         record = journal.write(self.journal_dir, intent)
         journal.apply(self.root, intent)
         sha, git_warning = self.git_commit(intent)
@@ -115,6 +131,15 @@ class Changes:
             text, max_bytes=self.config.vault.max_note_kb * 1024, secrets_mode=self.config.vault.secrets, where=rel
         )
         return out, ("secrets were redacted before writing (vault.secrets: redact)" if out != text else None)
+
+    def new_file(self, rel: str, text: str) -> tuple[journal.FileOp, str | None]:
+        """The operation creating a new note, checked like every write (confined, free, size, secrets), for
+        changes that add many notes at once (seed, import); and the warning when secrets were redacted."""
+        target, rel = safety.resolve_target(self.root, rel, self.folder)
+        if os.path.lexists(target):
+            raise SafetyError(f"{rel} already exists", code="conflict", path=rel)
+        out, warning = self.checked(text, rel)
+        return journal.FileOp(rel, out, journal.ABSENT), warning
 
     def undo(self) -> WriteResult:
         """Revert the last memvault commit with `git revert` (never a reset), as one more change."""

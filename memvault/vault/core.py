@@ -4,14 +4,16 @@ Every mutation runs under the vault lock, is written to the intent journal first
 with atomic writes, then (in a git vault) committed as exactly one commit (`changes`).
 
 A little over 400 lines: the six write methods share one shape (check, lock, compose, commit) and are
-read and reviewed side by side; the machinery they share already lives in `changes`.
+read and reviewed side by side; the machinery they share already lives in `changes`, what protection
+and the change log mean in `store.protect`, `store.changelog` and their vault-side halves.
 """
 
 from __future__ import annotations
 
 import builtins
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,13 +22,14 @@ from memvault.errors import MemvaultError, SafetyError, VaultNotFound
 from memvault.index import catalog
 from memvault.index.sync import Progress, SyncReport
 from memvault.recall import search as recall_mod
-from memvault.store import disk, journal, model, notes, safety
+from memvault.store import disk, journal, model, notes, protect, safety
 from memvault.store.model import ALWAYS_LOAD, ARCHIVE, INBOX, INCUBATOR, REVIEW, Entry, NoteFile, WriteResult
 
-from . import indexing
+from . import indexing, protection
+from .changelog import Record
 from .changes import Changes
 
-__all__ = ["Entry", "NoteFile", "Vault", "WriteResult", "open_vault"]
+__all__ = ["Entry", "NoteFile", "Record", "Vault", "WriteResult", "open_vault"]
 
 
 def open_vault(path: str | os.PathLike[str] | None = None, *, config: config_mod.Config | None = None) -> Vault:
@@ -35,6 +38,8 @@ def open_vault(path: str | os.PathLike[str] | None = None, *, config: config_mod
     root = Path(path).expanduser() if path else config.vault_root
     if root is None:
         raise VaultNotFound("no vault given: pass --vault PATH, set MEMVAULT_VAULT, or run `memvault init PATH`")
+    if root.exists() and not root.is_dir():
+        raise VaultNotFound(f"{root} is a file, not a folder: give the vault's folder (the one holding .obsidian/)")
     if not root.is_dir():
         raise VaultNotFound(f"vault folder {root} does not exist (is the sync drive mounted?)")
     vault = Vault(root.resolve(), config)
@@ -87,6 +92,21 @@ class Vault:
         except MemvaultError as exc:
             return model.unreadable_entry(rel, group, in_memory, str(exc))
 
+    def keyed(self, key: str) -> builtins.list[tuple[str, notes.Note]]:
+        """Every readable note under MemoryVault/ whose frontmatter has `key` (the text is checked first)."""
+        found: builtins.list[tuple[str, notes.Note]] = []
+        if not self.memory_dir.is_dir():
+            return found
+        for rel in disk.list_markdown(self.root, self.ignore, under=self.folder).notes:
+            try:
+                text = disk.read_text(self.root / rel)
+            except MemvaultError:
+                continue
+            note = notes.parse(text) if key in text else None
+            if note is not None and note.ok and key in note.meta:
+                found.append((rel, note))
+        return found
+
     def in_memory(self, rel: str) -> bool:
         """Whether a vault-relative path is under the MemoryVault folder (the write scope)."""
         return rel.startswith(self.folder + "/")
@@ -101,9 +121,19 @@ class Vault:
     def index_file(self) -> Path:
         return indexing.index_file(self.root, self.config)
 
-    def reindex(self, *, full: bool = False, vectors: str = "auto", progress: Progress | None = None) -> SyncReport:
-        """Bring the index up to date with the notes (see `indexing.reindex` for `vectors`)."""
-        return indexing.reindex(self.root, self.config, full=full, vectors=vectors, progress=progress)
+    def reindex(
+        self,
+        *,
+        full: bool = False,
+        vectors: str = "auto",
+        progress: Progress | None = None,
+        wait: float = 0.0,
+        on_wait: Callable[[str], None] | None = None,
+    ) -> SyncReport:
+        """Bring the index up to date with the notes (see `indexing.reindex` for `vectors`, `wait`, `on_wait`)."""
+        return indexing.reindex(
+            self.root, self.config, full=full, vectors=vectors, progress=progress, wait=wait, on_wait=on_wait
+        )
 
     def recall(
         self,
@@ -154,6 +184,7 @@ class Vault:
         replace: bool = False,
         expected_mtime_ns: int | None = None,
         folder: str | None = None,
+        log: Sequence[Record] = (),
     ) -> WriteResult:
         """Write `MemoryVault/<group>/<kind>/<slug>.md` (or `<group>/<folder>/…` for `_inbox` etc.)."""
         # `_index` is the folder note of an idea or project folder (`_idea-incubator/<idea>/_index.md`).
@@ -192,7 +223,7 @@ class Vault:
                 note = notes.with_body(notes.with_meta(model.valid(existing, rel), fields), safety.strip_private(body))
             text, warning = self.changes.checked(notes.dump(note), rel)
             intent = self.changes.intent("save", rel, [journal.FileOp(rel, text, journal.digest(target))])
-            return self.changes.commit(intent, rel, warning=warning)
+            return self.changes.commit(intent, rel, warning=warning, log=log)
 
     def evolve(
         self,
@@ -206,6 +237,7 @@ class Vault:
         confidence: str | None = None,
         expected_mtime_ns: int | None = None,
         outside: bool = False,
+        log: Sequence[Record] = (),
     ) -> WriteResult:
         """Atomic supersede: new entry (`supersedes:`), old one archived (`status: superseded`)."""
         if not reason.strip():
@@ -261,7 +293,7 @@ class Vault:
                 ops.append(journal.FileOp(old_rel, None, journal.digest(old_target)))
             ops += self._relink_predecessor(old_note, old_rel, archive_rel)
             intent = self.changes.intent("evolve", new_rel, ops, reason=reason.strip())
-            return self.changes.commit(intent, new_rel, archived=archive_rel, warning=warning)
+            return self.changes.commit(intent, new_rel, archived=archive_rel, warning=warning, log=log)
 
     def update(
         self,
@@ -273,6 +305,7 @@ class Vault:
         expected_mtime_ns: int | None = None,
         outside: bool = False,
         op: str = "update",
+        log: Sequence[Record] = (),
     ) -> WriteResult:
         """Change some frontmatter keys and/or the body of an existing note; everything else is kept."""
         model.check_fields(meta or {}, body)
@@ -286,7 +319,7 @@ class Vault:
                 note = notes.with_body(note, safety.strip_private(body))
             text, warning = self.changes.checked(notes.dump(note), rel)
             intent = self.changes.intent(op, rel, [journal.FileOp(rel, text, journal.digest(target))])
-            return self.changes.commit(intent, rel, warning=warning)
+            return self.changes.commit(intent, rel, warning=warning, log=log)
 
     def move(
         self,
@@ -298,6 +331,7 @@ class Vault:
         body: str | None = None,
         expected_mtime_ns: int | None = None,
         op: str = "move",
+        log: Sequence[Record] = (),
     ) -> WriteResult:
         """Move a note inside MemoryVault/ (e.g. `_review/` → `<kind>/`), optionally changing keys and body.
 
@@ -318,9 +352,17 @@ class Vault:
             text, warning = self.changes.checked(notes.dump(note), new_rel)
             ops = [journal.FileOp(new_rel, text, journal.ABSENT), journal.FileOp(rel, None, journal.digest(target))]
             intent = self.changes.intent(op, new_rel, ops, reason=f"from {rel}")
-            return self.changes.commit(intent, new_rel, warning=warning)
+            return self.changes.commit(intent, new_rel, warning=warning, log=log)
 
-    def remove(self, rel: str, *, reason: str, expected_mtime_ns: int | None = None, op: str = "remove") -> WriteResult:
+    def remove(
+        self,
+        rel: str,
+        *,
+        reason: str,
+        expected_mtime_ns: int | None = None,
+        op: str = "remove",
+        log: Sequence[Record] = (),
+    ) -> WriteResult:
         """Delete a note under MemoryVault/ (inbox reject, review reject); `reason` goes into the commit."""
         if not reason.strip():
             raise MemvaultError("remove needs a reason: it is recorded in the commit", code="usage")
@@ -331,22 +373,55 @@ class Vault:
             intent = self.changes.intent(
                 op, rel, [journal.FileOp(rel, None, journal.digest(target))], reason=reason.strip()
             )
-            return self.changes.commit(intent, rel)
+            return self.changes.commit(intent, rel, log=log)
 
     def transact(
-        self, op: str, target: str, plan: Callable[[], builtins.list[journal.FileOp]], *, reason: str = ""
+        self,
+        op: str,
+        target: str,
+        plan: Callable[[], builtins.list[journal.FileOp]],
+        *,
+        reason: str = "",
+        log: Sequence[Record] | Callable[[], Sequence[Record]] = (),
     ) -> WriteResult:
         """Several files changed as one mutation (an idea folder moved and its Ideas.md section marked).
 
         `plan` runs under the vault lock, after any interrupted write is finished, and returns the file
         operations with their before-digests; it has confined and checked every path and text. They are
-        journalled, applied and committed together: after a crash, all of them or none.
+        journalled, applied and committed together: after a crash, all of them or none. `log` may be a
+        function, called after `plan`, when the change-log lines depend on what the plan found.
         """
         with self.changes.mutation():
             ops = plan()
             if not ops:
                 raise MemvaultError(f"{op}: nothing to change", code="usage")
-            return self.changes.commit(self.changes.intent(op, target, ops, reason=reason), target)
+            records = log() if callable(log) else log
+            return self.changes.commit(self.changes.intent(op, target, ops, reason=reason), target, log=records)
+
+    def record(self, log: Sequence[Record]) -> WriteResult | None:
+        """Append lines to the change log alone (what reflection skipped as a duplicate); None when not logged."""
+        if not log or self.config.memory.transparency == "silent":
+            return None
+        where = f"{self.folder}/_meta/changelog"
+        with self.changes.mutation():
+            return self.changes.commit(self.changes.intent("log", where, []), where, log=log)
+
+    # ---- protected entries -----------------------------------------------------------------
+
+    def protected(self, rel: str, meta: Mapping[str, Any] | None = None) -> bool:
+        """Whether automatic processes must leave `rel` alone (`protected: true` or `vault.protected_folders`)."""
+        if meta is None:
+            meta = protection.meta_of(self.root / rel)
+        return protect.is_protected(rel, meta, self.folder, self.config.vault.protected_folders)
+
+    @contextmanager
+    def protection_waived(self) -> Iterator[None]:
+        """Let the changes made inside change protected entries: for explicit commands the user confirmed."""
+        before, self.changes.waived = self.changes.waived, True
+        try:
+            yield
+        finally:
+            self.changes.waived = before
 
     def undo(self) -> WriteResult:
         """Revert the last memvault commit with `git revert` (never a reset)."""

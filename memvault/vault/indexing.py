@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from memvault import paths
@@ -17,6 +20,13 @@ from memvault.store import disk
 
 REFRESH_EMBED_S = 0.5  # after a save: how long to spend embedding the new note through a warm service
 REINDEX_LOCK = "reindex.lock"
+REINDEX_OWNER = "reindex.json"  # who holds the reindex lock, for the message a second reindex prints at once
+
+
+class ReindexBusy(MemvaultError):
+    """Another reindex of this vault is running."""
+
+    code = "busy"
 
 
 def index_file(root: Path, config: Config) -> Path:
@@ -36,26 +46,52 @@ def open_index(root: Path, config: Config) -> tuple[ix.Index, str | None]:
         return ix.open_index(path, vector=False, rebuild=True), str(exc)
 
 
-class ServiceEmbedder:
-    """The warm service seen as an `Embedder` (used by reindex when the service runs the configured model)."""
+SERVICE_BATCH_S = 120  # a reindex batch through the service may take this long on a slow, busy machine
 
-    def __init__(self, name: str, dim: int) -> None:
-        self.name, self.dim = name, dim
+
+class ServiceEmbedder:
+    """The warm service seen as an `Embedder` (used by reindex when the service runs the configured model).
+
+    With a `deadline` (a time.monotonic() value) no call outlasts it: a write's refresh gives up in time.
+    """
+
+    def __init__(self, name: str, dim: int, deadline: float | None = None) -> None:
+        self.name, self.dim, self.deadline = name, dim, deadline
 
     def encode(self, texts: list[str]) -> list[bytes]:
-        reply = client.embed(texts, timeout=120)
+        timeout = SERVICE_BATCH_S if self.deadline is None else min(SERVICE_BATCH_S, self.deadline - time.monotonic())
+        reply = client.embed(texts, timeout=timeout) if timeout > 0 else None
         if reply is None or reply.model != self.name:
-            raise embed.EmbeddingUnavailable("the embedding service stopped answering; run `memvault reindex` again")
+            late = self.deadline is not None and time.monotonic() >= self.deadline
+            raise embed.EmbeddingUnavailable(
+                "the embedding service did not answer in time" if late
+                else "the embedding service stopped answering; run `memvault reindex` again"
+            )  # fmt: skip
         return reply.vectors
 
 
-def service_embedder(config: Config) -> ServiceEmbedder | None:
-    """The running service, if it runs the configured model."""
-    info = client.status(timeout=1.0)
+def service_embedder(config: Config, *, deadline: float | None = None) -> ServiceEmbedder | None:
+    """The running service, if it runs the configured model (asked within a second, or by `deadline`)."""
+    timeout = 1.0 if deadline is None else max(0.05, deadline - time.monotonic())
+    info = client.status(timeout=timeout)
     wanted = embed.model_name(config.embedding.model)
     if info and info.get("model") == wanted and isinstance(info.get("dim"), int):
-        return ServiceEmbedder(wanted, info["dim"])
+        return ServiceEmbedder(wanted, info["dim"], deadline)
     return None
+
+
+def _embed_soon(root: Path, config: Config, index: ix.Index, first: list[str] | None = None) -> None:
+    """Embed pending notes through the warm service within REFRESH_EMBED_S, never longer; what is left
+    (the service is busy with another reindex, or slow) is handed to the service to embed in the background."""
+    deadline = time.monotonic() + REFRESH_EMBED_S
+    embedder = service_embedder(config, deadline=deadline) if index.vector else None
+    if embedder is None:
+        return
+    with contextlib.suppress(embed.EmbeddingUnavailable):
+        sync.embed_pending(index, embedder, deadline=deadline, first=first or (), batch_notes=8)
+    if index.has_pending():
+        state = paths.vault_state_dir(root)
+        client.catch_up(str(index_file(root, config)), str(state / REINDEX_LOCK))
 
 
 def ensure_service(config: Config, *, wait: float = 0.0) -> dict[str, object] | None:
@@ -84,23 +120,36 @@ def reindex(
     full: bool = False,
     vectors: str = "auto",
     progress: sync.Progress | None = None,
-    lock_timeout: float = 600,
+    wait: float = 0.0,
+    on_wait: Callable[[str], None] | None = None,
 ) -> sync.SyncReport:
     """Sync the index with the notes, then embed what is pending.
 
     `vectors`: "auto" uses the warm service when it runs the configured model and loads the model
     here otherwise; "service" only uses (and starts) the service, waiting up to a minute for it;
-    "none" skips embedding (keyword side only).
+    "none" skips embedding (keyword side only). When another reindex of the vault runs, `ReindexBusy`
+    is raised at once, or, with `wait` > 0, `on_wait(who)` is told and that many seconds are waited.
     """
     import filelock
 
-    started = time.monotonic()
     state = paths.ensure_private_dir(paths.vault_state_dir(root))
+    lock = filelock.FileLock(str(state / REINDEX_LOCK))
     try:
-        lock = filelock.FileLock(str(state / REINDEX_LOCK), timeout=lock_timeout)
-        lock.acquire()
+        lock.acquire(timeout=0)
     except filelock.Timeout:
-        raise MemvaultError("another reindex of this vault is still running", code="busy") from None
+        who = running_reindex(root)
+        if wait <= 0:
+            raise ReindexBusy(f"another reindex of this vault is running ({who})") from None
+        if on_wait:
+            on_wait(who)
+        try:
+            lock.acquire(timeout=wait)
+        except filelock.Timeout:
+            raise ReindexBusy(f"another reindex of this vault is still running after {wait:g}s ({who})") from None
+    started = time.monotonic()
+    owner = state / REINDEX_OWNER
+    with contextlib.suppress(OSError):
+        owner.write_text(json.dumps({"pid": os.getpid(), "since": time.time()}), encoding="utf-8")
     try:
         index, warning = open_index(root, config)
         try:
@@ -123,7 +172,32 @@ def reindex(
         finally:
             index.close()
     finally:
+        with contextlib.suppress(OSError):
+            owner.unlink()
         lock.release()
+
+
+def _reindexing(root: Path) -> bool:
+    """Whether a reindex of this vault holds its lock right now."""
+    import filelock
+
+    lock = filelock.FileLock(str(paths.ensure_private_dir(paths.vault_state_dir(root)) / REINDEX_LOCK))
+    try:
+        lock.acquire(timeout=0)
+    except (filelock.Timeout, OSError):
+        return True
+    lock.release()
+    return False
+
+
+def running_reindex(root: Path) -> str:
+    """Who runs the reindex that holds this vault's lock, as words ("pid 4242, for 3 min")."""
+    try:
+        data = json.loads((paths.vault_state_dir(root) / REINDEX_OWNER).read_text(encoding="utf-8"))
+        pid, minutes = int(data["pid"]), max(0.0, time.time() - float(data["since"])) / 60
+        return f"pid {pid}, for {minutes:.0f} min" if minutes >= 1 else f"pid {pid}, just started"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "started by another process"
 
 
 def _embedder(config: Config, vectors: str, report: sync.SyncReport) -> sync.Embedder | None:
@@ -153,10 +227,7 @@ def refresh(root: Path, config: Config, rel_paths: Iterable[str]) -> str | None:
         index, _ = open_index(root, config)
         try:
             sync.sync(index, layout(root, config), only=wanted)
-            embedder = service_embedder(config) if index.vector else None
-            if embedder is not None:
-                deadline = time.monotonic() + REFRESH_EMBED_S
-                sync.embed_pending(index, embedder, deadline=deadline, first=wanted, batch_notes=8)
+            _embed_soon(root, config, index, wanted)  # the write has landed: its vectors follow
         finally:
             index.close()
     except (MemvaultError, db.dbapi().Error, OSError) as exc:
@@ -173,9 +244,8 @@ def recall(root: Path, config: Config, query: str, options: rc.Options, *, wait_
     index, _ = open_index(root, config)
     try:
         changed = sync.sync(index, layout(root, config))
-        embedder = service_embedder(config) if index.vector and changed.pending else None
-        if embedder is not None:  # a few just-edited notes; a big backlog is left to reindex
-            sync.embed_pending(index, embedder, deadline=time.monotonic() + REFRESH_EMBED_S)
+        if changed.pending and not _reindexing(root):  # a few just-edited notes; a running reindex embeds them
+            _embed_soon(root, config, index)
         return rc.recall(index, query, options, client.query_vector)
     finally:
         index.close()

@@ -1,0 +1,182 @@
+"""The change log in the vault: the page's lines, written with the change they record, and SessionStart's summary."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import pytest
+
+from memvault import config, open_vault
+from memvault.reflect import runner
+from memvault.store import changelog
+from memvault.store.changelog import Record
+
+from .conftest import git
+from .test_hooks import payload, run_hook
+from .test_reflect import ASK, OK, PIP, UV, write_transcript
+
+P = "MemoryVault/personal-private/"
+PAGE_DIR = "MemoryVault/_meta"
+WHEN = dt.datetime(2026, 5, 3, 14, 2, 11)
+
+
+@pytest.fixture(autouse=True)
+def no_service(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reflection never waits for (or starts) the embedding service here."""
+    monkeypatch.setattr(runner, "WAIT_SERVICE_S", 0.0)
+
+
+def log_lines(root: Path) -> list[str]:
+    """Every line of every page, oldest page first."""
+    out: list[str] = []
+    for name in changelog.pages(root / "MemoryVault"):
+        out += [ln for ln in (root / PAGE_DIR / name).read_text(encoding="utf-8").splitlines() if ln.startswith("- ")]
+    return out
+
+
+def with_config(vault_dir: Path, memvault_home: Path, text: str):
+    path = memvault_home / "config.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return open_vault(vault_dir, config=config.load())
+
+
+# ---- the page ------------------------------------------------------------------------------------
+
+
+def test_a_line_says_when_what_which_entry_and_why() -> None:
+    why = {"rule": "prefs.explicit", "confidence": "high", "session": "s-1"}
+    record = Record("saved", detail="high confidence: saved now", **why)
+    line = changelog.line(record, WHEN, P + "preference/use-uv.md")
+    assert line == (
+        "- 2026-05-03 14:02 · saved · [[MemoryVault/personal-private/preference/use-uv|use-uv]] · "
+        "high confidence: saved now, rule prefs.explicit, confidence high, session s-1"
+    )
+    assert changelog.actions(line) == ["saved"]
+    secret = "sk-ant-api03-" + "A" * 93
+    assert secret not in changelog.line(Record("saved", detail=f"token {secret}\nnext"), WHEN, "x.md")
+
+
+def test_since_counts_what_was_written_after_the_mark(tmp_path: Path) -> None:
+    memory = tmp_path / "MemoryVault"
+    (memory / "_meta").mkdir(parents=True)
+    counts, mark, page = changelog.since(memory, None)
+    assert (counts, page) == ({}, None)
+    page_file = memory / "_meta" / changelog.page_name(WHEN)
+    first = [changelog.line(Record(a), WHEN, "a.md") for a in ("saved", "saved", "duplicate")]
+    page_file.write_text(changelog.appended(None, first, WHEN), encoding="utf-8")
+    counts, mark, page = changelog.since(memory, None)  # the first session only sets the mark
+    assert counts == {} and mark == {"page": "changelog-2026-05.md", "lines": 3}
+    more = [changelog.line(Record(a), WHEN, "b.md") for a in ("saved", "supersede proposed")]
+    page_file.write_text(changelog.appended(page_file.read_text(), more, WHEN), encoding="utf-8")
+    june = WHEN.replace(month=6)
+    (memory / "_meta" / changelog.page_name(june)).write_text(
+        changelog.appended(None, [changelog.line(Record("to review"), june, "c.md")], june), encoding="utf-8"
+    )
+    counts, mark, page = changelog.since(memory, mark)
+    assert counts == {"saved": 1, "supersede proposed": 1, "to review": 1}
+    assert page == "changelog-2026-06.md" and mark == {"page": "changelog-2026-06.md", "lines": 1}
+    assert changelog.summary(counts) == "1 entry saved, 1 sent to review, 1 supersede proposal"
+    assert changelog.since(memory, mark)[0] == {}
+    assert changelog.summary({"duplicate": 4, "saved": 3}) == "3 entries saved"  # duplicates change nothing
+
+
+def test_a_full_page_continues_on_the_next_page_of_the_month(vault, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(changelog, "PAGE_MAX_BYTES", 600)
+    for n in range(6):
+        vault.save("fix", f"fix-{n}", f"Fix number {n}.\n", log=[Record("saved", detail="x" * 100)])
+    names = changelog.pages(vault.memory_dir)
+    assert names[0] == changelog.page_name(dt.datetime.now()) and len(names) >= 2
+    assert names[1].endswith("-2.md") and len(log_lines(vault.root)) == 6
+
+
+# ---- written with the change ---------------------------------------------------------------------
+
+
+def test_the_line_is_part_of_the_change_and_its_commit(git_vault) -> None:
+    result = git_vault.save("fix", "crash-loop", "Restart the worker.\n", log=[Record("saved", rule="r", session="s")])
+    page = next(p for p in result.paths if p.startswith(PAGE_DIR + "/"))
+    assert git(git_vault.root, "show", "--name-only", "--format=", "HEAD").split() == sorted([result.path, page])
+    (line,) = log_lines(git_vault.root)
+    assert "· saved · [[MemoryVault/personal-private/fix/crash-loop|crash-loop]] · rule r, session s" in line
+    git_vault.undo()  # one change: undone together
+    assert not (git_vault.root / result.path).exists() and log_lines(git_vault.root) == []
+
+
+def test_a_gitignored_log_does_not_stop_the_commit_of_the_entry(git_vault) -> None:
+    (git_vault.root / ".gitignore").write_text("MemoryVault/_meta/\n")
+    result = git_vault.save("fix", "ignored-log", "Text.\n", log=[Record("saved")])
+    assert result.commit and result.warning is None
+    assert git(git_vault.root, "show", "--name-only", "--format=", "HEAD").split() == [result.path]
+    assert len(log_lines(git_vault.root)) == 1  # written, just not committed
+
+
+def test_silent_writes_no_log(vault_dir: Path, memvault_home: Path) -> None:
+    vault = with_config(vault_dir, memvault_home, "memory:\n  transparency: silent\n")
+    result = vault.save("fix", "quiet", "Text.\n", log=[Record("saved")])
+    assert result.paths == (result.path,) and not (vault_dir / PAGE_DIR).exists()
+    assert vault.record([Record("duplicate", P + "fix/quiet.md")]) is None
+
+
+def test_the_log_is_never_listed_indexed_or_recalled(vault) -> None:
+    vault.save("fix", "zebra-crossing", "Zebra crossings need paint.\n", log=[Record("saved", detail="zebra zebra")])
+    vault.reindex(vectors="none")
+    assert not [e for e in vault.list(scope="all") if "/_meta/" in e.path]
+    assert all("/_meta/" not in h.path for h in vault.recall("zebra zebra crossings", 10).hits)
+
+
+def test_reflection_logs_saves_and_duplicates_with_rule_confidence_and_session(vault, tmp_path: Path) -> None:
+    runner.reflect_transcript(vault, write_transcript(tmp_path / "a.jsonl", "sess-a", [ASK, PIP, UV, OK]))
+    runner.reflect_transcript(vault, write_transcript(tmp_path / "b.jsonl", "sess-b", [ASK, PIP, UV, OK]))
+    saved, duplicate = log_lines(vault.root)
+    assert "· saved · [[MemoryVault/personal-private/preference/" in saved
+    assert "confidence high, session sess-a" in saved and ", rule " in saved
+    assert "· duplicate · [[MemoryVault/personal-private/preference/" in duplicate
+    assert "not saved again" in duplicate and "session sess-b" in duplicate
+
+
+# ---- SessionStart --------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def hook_home(vault_dir: Path, memvault_home: Path) -> Path:
+    (memvault_home / "config.yaml").parent.mkdir(parents=True, exist_ok=True)
+    (memvault_home / "config.yaml").write_text(
+        f"vault:\n  root: {vault_dir}\nembedding:\n  warm_service: false\n", encoding="utf-8"
+    )
+    return memvault_home
+
+
+def message(result) -> str:
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout or "{}").get("systemMessage", "")
+
+
+def test_session_start_says_what_changed_since_the_last_session(vault_dir: Path, hook_home: Path) -> None:
+    start = payload("SessionStart", source="startup")
+    assert "Since your last session" not in message(run_hook("session_start", start))  # the first start sets the mark
+    vault = open_vault(vault_dir)
+    vault.save("fix", "one", "One.\n", log=[Record("saved")])
+    vault.save("fix", "two", "Two.\n", log=[Record("saved")])
+    vault.save("fix", "three", "Three.\n", folder="_review", log=[Record("supersede proposed")])
+    vault.record([Record("duplicate", P + "fix/one.md")])
+    said = message(run_hook("session_start", payload("SessionStart", session="sess-2", source="startup")))
+    page = changelog.page_name(dt.datetime.now())
+    assert f"Since your last session: 2 entries saved, 1 supersede proposal (see MemoryVault/_meta/{page})" in said
+    compact = payload("SessionStart", session="sess-2", source="compact")
+    vault.save("fix", "four", "Four.\n", log=[Record("saved")])
+    assert "Since your last session" not in message(run_hook("session_start", compact))  # not a new session
+    said = message(run_hook("session_start", payload("SessionStart", session="sess-3", source="startup")))
+    assert "Since your last session: 1 entry saved" in said
+    assert "Since your last session" not in message(run_hook("session_start", payload("SessionStart")))
+
+
+def test_logged_keeps_the_log_but_says_nothing(vault_dir: Path, hook_home: Path) -> None:
+    config_file = hook_home / "config.yaml"
+    config_file.write_text(config_file.read_text() + "memory:\n  transparency: logged\n", encoding="utf-8")
+    run_hook("session_start", payload("SessionStart", source="startup"))
+    open_vault(vault_dir, config=config.load()).save("fix", "one", "One.\n", log=[Record("saved")])
+    assert "Since your last session" not in message(run_hook("session_start", payload("SessionStart")))
+    assert len(log_lines(vault_dir)) == 1

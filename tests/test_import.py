@@ -1,0 +1,197 @@
+"""`memvault import FOLDER`: a folder of notes into MemoryVault/ as one change, its links opening the same notes."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from memvault import paths
+from memvault.cli import cli
+from memvault.errors import MemvaultError, SafetyError
+from memvault.store import notes
+from memvault.vault import importer, links
+from memvault.vault.core import Vault
+
+from .conftest import git, snapshot
+
+P = "MemoryVault/personal-private/"
+TOKEN = "ghp_" + "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0FeDcBa98"
+
+
+def write(root: Path, rel: str, text: str) -> None:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+@pytest.fixture
+def old_vault(tmp_path: Path) -> Path:
+    """An old Obsidian vault (`ContextVault`) whose notes link to each other by name, by path and by markdown link."""
+    root = tmp_path / "ContextVault"
+    (root / ".obsidian").mkdir(parents=True)
+    write(root, "domains/postgres.md", (
+        "---\ntags: [db]\nkind: domain-reference\nup: \"[[index]]\"\n---\n# Postgres\n\n"
+        "Start at [[index]], read [[conversations/2024-01-01|the first talk]] and [[python#Typing]].\n"
+        "Also [the talk](../projects/ai/conversations/2024-01-01.md), ![[diagram.png]] and [[People/Dana]].\n"
+        "`[[index]]` in code is text.\n\n```\n[[index]]\n```\n"
+    ))  # fmt: skip
+    write(root, "domains/python.md", "# Python\n\n## Typing\n\nUse mypy. Back to [[postgres]].\n")
+    write(root, "domains/index.md", "Domains: [[postgres]], [[python]].\n")
+    write(root, "domains/diagram.png", "png")
+    write(root, "projects/index.md", "Projects.\n")
+    write(root, "projects/ai/conversations/2024-01-01.md", "First talk. Back to [[domains/postgres]].\n")
+    write(root, "People/Dana.md", "Dana.\n")  # outside the imported folders
+    return root
+
+
+def body(vault: Vault, rel: str) -> str:
+    return vault.read(rel).note.body
+
+
+# ---- Obsidian's link resolution --------------------------------------------------------------------
+
+
+def test_links_resolve_like_obsidian() -> None:
+    files = links.Files.of(["a/note.md", "b/c/note.md", "note2.md", "x/img.png", "deep/er/tie.md", "tie.md"])
+    assert links.resolve("note", "b/c/other.md", files) == "b/c/note.md"  # beside the linking note
+    assert links.resolve("note", "z/other.md", files) == "a/note.md"  # else the shortest path
+    assert links.resolve("c/note", "z/other.md", files) == "b/c/note.md"  # a partial path matches the end
+    assert links.resolve("b/c/note", "a/x.md", files) == "b/c/note.md"  # a path from the root
+    assert links.resolve("img.png", "a/x.md", files) == "x/img.png" and links.resolve("nope", "a.md", files) is None
+    assert links.unique("note", files) is None and links.unique("note2", files) == "note2.md"
+    assert links.unique("er/tie", files) == "deep/er/tie.md"
+
+
+# ---- planning and importing -------------------------------------------------------------------------
+
+
+def test_import_keeps_text_adds_missing_keys_and_keeps_every_link_opening_the_same_note(
+    vault: Vault, old_vault: Path
+) -> None:
+    before = snapshot(vault.root)
+    plan = importer.plan(vault, old_vault / "domains", kind="domain")
+    assert snapshot(vault.root) == before  # planning writes nothing
+    assert [n.path for n in plan.notes] == [P + f"domain/{n}.md" for n in ("index", "postgres", "python")]
+    assert {s["path"]: s["reason"] for s in plan.skipped} == {"diagram.png": "not a markdown note"}
+    assert any("not imported" in w and "People/Dana.md" in w for w in plan.warnings)
+    importer.apply(vault, plan)
+    pg = vault.read(P + "domain/postgres.md")
+    assert pg.note.meta["kind"] == "domain-reference" and pg.note.meta["tags"] == ["db"]  # kept as written
+    assert pg.note.meta["group"] == "personal-private" and pg.note.meta["source"] == "import"
+    assert pg.note.meta["status"] == "active" and pg.note.meta["created"] and pg.note.meta["imported"]
+    assert pg.note.frontmatter and pg.note.frontmatter.startswith("tags: [db]\nkind: domain-reference\n")
+    # Nothing else in the vault shares these names: the links are left exactly as written.
+    assert body(vault, P + "domain/python.md") == "# Python\n\n## Typing\n\nUse mypy. Back to [[postgres]].\n"
+    assert "`[[index]]` in code is text.\n\n```\n[[index]]\n```\n" in pg.note.body
+
+
+def test_ambiguous_names_and_moved_paths_are_rewritten_to_exact_ones(vault: Vault, old_vault: Path) -> None:
+    write(vault.root, "Notes/index.md", "The vault's own index.\n")  # `[[index]]` would now have two meanings
+    plan = importer.plan(vault, old_vault, kind="note", mapping={"domains": "domain", "projects": "project"})
+    by_source = {n.source: n for n in plan.notes}
+    assert by_source["domains/postgres.md"].path == P + "domain/postgres.md"
+    assert by_source["projects/ai/conversations/2024-01-01.md"].path == P + "project/ai/conversations/2024-01-01.md"
+    assert by_source["People/Dana.md"].path == P + "note/People/Dana.md"
+    assert any("already exist elsewhere in the vault (Notes/index.md" in w for w in plan.warnings)
+    importer.apply(vault, plan)
+    text = body(vault, P + "domain/postgres.md")
+    assert "Start at [[MemoryVault/personal-private/domain/index|index]]," in text  # was ambiguous
+    assert vault.read(P + "domain/postgres.md").note.meta["up"] == "[[MemoryVault/personal-private/domain/index|index]]"
+    assert "[[conversations/2024-01-01|the first talk]]" in text and "[[python#Typing]]" in text  # still unique
+    assert "[the talk](../project/ai/conversations/2024-01-01.md)" in text  # the relative path followed the note
+    assert "[[People/Dana]]" in text  # a partial path that still matches
+    assert "`[[index]]` in code is text.\n\n```\n[[index]]\n```\n" in text
+    talk = body(vault, P + "project/ai/conversations/2024-01-01.md")
+    assert talk == "First talk. Back to [[MemoryVault/personal-private/domain/postgres|domains/postgres]].\n"
+    files = links.Files.of(p for p in snapshot(vault.root))
+    for link, source, meant in [
+        ("MemoryVault/personal-private/domain/index", P + "domain/postgres.md", P + "domain/index.md"),
+        ("conversations/2024-01-01", P + "domain/postgres.md", P + "project/ai/conversations/2024-01-01.md"),
+        ("People/Dana", P + "domain/postgres.md", P + "note/People/Dana.md"),
+    ]:
+        assert links.unique(link, files) == meant == links.resolve(link, source, files)
+
+
+def test_refusals_stop_the_import_unless_skipped_on_purpose(vault: Vault, tmp_path: Path) -> None:
+    src = tmp_path / "notes"
+    write(src, "good.md", "A good note.\n")
+    write(src, "secret.md", f"The CI token is {TOKEN}\n")
+    write(src, "broken.md", "---\ntags: [unclosed\n---\nBody\n")
+    write(src, "binary.md", "\x00\x01binary")
+    (src / "outside.md").symlink_to(tmp_path / "elsewhere.md")
+    write(tmp_path, "elsewhere.md", "Not in the folder.\n")
+    os.symlink(tmp_path, src / "loop")
+    plan = importer.plan(vault, src)
+    refused = {r["path"]: r["code"] for r in plan.refused}
+    assert refused == {"secret.md": "secret", "broken.md": "invalid_frontmatter", "binary.md": "unreadable",
+                       "outside.md": "path_escape"}  # fmt: skip
+    assert {"path": "loop", "reason": "a symlinked folder: not followed"} in plan.skipped
+    before = snapshot(vault.root)
+    with pytest.raises(SafetyError) as stopped:
+        importer.apply(vault, plan)
+    assert "Nothing was written" in stopped.value.args[0] and snapshot(vault.root) == before
+    done = importer.apply(vault, plan, skip_refused=True)
+    assert done.paths == (P + "note/good.md",)
+    assert TOKEN not in "".join(b.decode(errors="replace") for b in snapshot(vault.root).values())
+
+
+def test_a_folder_inside_the_vault_or_a_taken_name_is_refused(vault: Vault, tmp_path: Path) -> None:
+    with pytest.raises(MemvaultError, match="inside the vault"):
+        importer.plan(vault, vault.root / "Notes")
+    src = tmp_path / "notes"
+    write(src, "uv-for-envs.md", "Different text.\n")
+    plan = importer.plan(vault, src, kind="preference")
+    assert plan.refused[0]["code"] == "conflict" and plan.notes == []
+    write(src, "new.md", "New.\n")
+    importer.apply(vault, importer.plan(vault, src, kind="preference"), skip_refused=True)
+    again = importer.plan(vault, src, kind="preference")
+    assert {"path": "new.md", "reason": f"already imported as {P}preference/new.md"} in again.skipped
+
+
+def test_one_commit_undone_by_memvault_undo(git_vault: Vault, old_vault: Path) -> None:
+    plan = importer.plan(git_vault, old_vault / "domains", kind="domain")
+    done = importer.apply(git_vault, plan)
+    changed = git(git_vault.root, "show", "--name-only", "--format=", "HEAD").split()
+    assert set(done.paths) < set(changed) and any(p.startswith("MemoryVault/_meta/changelog-") for p in changed)
+    git_vault.undo()
+    assert not any((git_vault.root / p).exists() for p in done.paths)
+
+
+def test_undo_import_takes_back_what_is_unchanged_and_keeps_edited_notes(vault: Vault, old_vault: Path) -> None:
+    done = importer.apply(vault, importer.plan(vault, old_vault / "domains", kind="domain"))
+    assert importer.manifests(vault) == [{"id": done.id, "folder": paths.shown(old_vault / "domains"), "notes": 3}]
+    edited = P + "domain/python.md"
+    vault.update(edited, body="# Python\n\nMy own words now.\n")
+    undone = importer.undo_import(vault)
+    assert set(undone.paths) == {P + "domain/index.md", P + "domain/postgres.md"} and undone.kept == (edited,)
+    assert (vault.root / edited).exists() and importer.manifests(vault) == []
+    log = next((vault.root / "MemoryVault/_meta").glob("changelog-*.md")).read_text()
+    assert "· imported · " in log and "· import undone · " in log and "1 edited note(s) kept" in log
+    with pytest.raises(MemvaultError, match="no import to undo"):
+        importer.undo_import(vault)
+
+
+def test_cli_import_dry_run_map_and_undo(vault_dir: Path, old_vault: Path) -> None:
+    def run(*args: str, code: int = 0) -> str:
+        result = CliRunner().invoke(cli, ["--vault", str(vault_dir), "import", *args])
+        assert result.exit_code == code, result.output
+        return result.output
+
+    before = snapshot(vault_dir)
+    mapping = ["--map", "domains=domain", "--map", "projects=project"]
+    data = json.loads(run(str(old_vault), *mapping, "--dry-run", "--json"))
+    assert data["dry_run"] and len(data["notes"]) == 6 and "text" not in data["notes"][0]
+    assert snapshot(vault_dir) == before
+    assert "would import 6 notes" in run(str(old_vault), "--map", "domains=domain", "--dry-run")
+    assert "--map nope=x: no folder" in run(str(old_vault), "--map", "nope=x", code=2)
+    assert "write it as SUB=KIND" in run(str(old_vault), "--map", "domains", code=2)
+    assert "imported 6 notes" in run(str(old_vault), "--map", "domains=domain")
+    assert notes.parse((vault_dir / P / "domain/python.md").read_text()).meta["kind"] == "domain"
+    assert "6 notes removed" in run("--undo")
+    assert snapshot(vault_dir).keys() - before.keys() <= {
+        p for p in snapshot(vault_dir) if p.startswith("MemoryVault/_meta/")
+    }

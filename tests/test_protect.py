@@ -1,0 +1,222 @@
+"""Protected entries: no automatic process changes, moves or removes them; explicit commands do after a confirmation."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from memvault import config, open_vault
+from memvault.claude import auto_memory, seed, skills_index
+from memvault.cli import cli
+from memvault.errors import ProtectedError
+from memvault.ideas import incubator
+from memvault.reflect import review, runner
+from memvault.store import protect
+from memvault.vault.core import Vault
+
+from .conftest import snapshot
+from .test_reflect import ASK, OK, PIP, vector_vault, write_transcript  # noqa: F401 (vector_vault: a fixture)
+
+P = "MemoryVault/personal-private/"
+PYTEST = P + "preference/pytest-over-unittest.md"
+INC = P + "_idea-incubator"
+
+
+@pytest.fixture(autouse=True)
+def no_service(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runner, "WAIT_SERVICE_S", 0.0)
+
+
+def run(vault_dir: Path, *args: str, input: str | None = None, code: int = 0):
+    result = CliRunner().invoke(cli, ["--vault", str(vault_dir), *args], input=input)
+    assert result.exit_code == code, result.output
+    return result
+
+
+def protect_note(vault: Vault, rel: str) -> bytes:
+    vault.update(rel, meta={"protected": True})  # not protected yet: an ordinary change
+    return (vault.root / rel).read_bytes()
+
+
+# ---- what protected means ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("rel", "meta", "folders", "expected"),
+    [
+        (PYTEST, {"protected": True}, (), True),
+        (PYTEST, {"protected": "yes"}, (), True),
+        (PYTEST, {"protected": False}, (), False),
+        (PYTEST, {}, ("preference",), True),  # a folder name at any depth
+        (PYTEST, {}, ("personal-private/preference",), True),  # a path from the MemoryVault folder
+        (PYTEST, {}, ("personal-private/fix",), False),
+        (P + "_always-load/dev-flow.md", {}, ("_always-load",), True),
+        (P + "_review/x.md", {"protected": True}, ("_review",), False),  # a queued capture is a proposal
+        ("Notes/mine.md", {"protected": True}, (), True),
+        ("Notes/mine.md", {}, ("Notes",), False),  # folders are under MemoryVault/
+    ],
+)
+def test_what_is_protected(rel: str, meta: dict, folders: tuple[str, ...], expected: bool) -> None:
+    assert protect.is_protected(rel, meta, "MemoryVault", folders) is expected
+
+
+def test_every_vault_change_of_a_protected_entry_is_refused_until_waived(vault: Vault) -> None:
+    before = protect_note(vault, PYTEST)
+    attempts = [
+        lambda: vault.update(PYTEST, meta={"tags": ["x"]}),
+        lambda: vault.save("preference", "pytest-over-unittest", "New text.\n", replace=True),
+        lambda: vault.evolve(PYTEST, "Use pytest with plugins.\n", reason="changed"),
+        lambda: vault.move(PYTEST, P + "preference/moved.md"),
+        lambda: vault.remove(PYTEST, reason="gone"),
+    ]
+    for attempt in attempts:
+        with pytest.raises(ProtectedError) as refused:
+            attempt()
+        assert refused.value.code == "protected" and refused.value.path == PYTEST
+    assert (vault.root / PYTEST).read_bytes() == before and not list(vault.journal_dir.glob("*.json"))
+    assert vault.save("preference", "new-rule", "A new entry beside it.\n").path  # adding is never refused
+    with vault.protection_waived():
+        result = vault.evolve(PYTEST, "Use pytest with plugins.\n", reason="changed")
+    assert vault.read(result.path).note.meta["protected"] is True  # the replacement is protected too
+    with pytest.raises(ProtectedError):
+        vault.update(result.path, meta={"tags": ["x"]})  # the waiver ended with its block
+
+
+def test_protected_folders_from_the_config(vault_dir: Path, memvault_home: Path) -> None:
+    (memvault_home / "config.yaml").parent.mkdir(parents=True, exist_ok=True)
+    (memvault_home / "config.yaml").write_text("vault:\n  protected_folders: [_always-load, workflow]\n")
+    vault = open_vault(vault_dir, config=config.load())
+    for rel in (P + "_always-load/dev-flow.md", P + "workflow/release-checklist.md"):
+        with pytest.raises(ProtectedError):
+            vault.update(rel, meta={"tags": ["x"]})
+    assert vault.update(PYTEST, meta={"tags": ["x"]}).path == PYTEST
+
+
+# ---- every automatic path ------------------------------------------------------------------------
+
+
+def test_a_supersede_of_a_protected_entry_goes_to_review_and_is_never_applied(
+    vector_vault: Vault,  # noqa: F811 (the fixture imported above)
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    vault = vector_vault
+    first = [ASK, PIP, ("user", "Always squash merge pull requests."), OK]
+    changed = [ASK, PIP, ("user", "From now on use rebase merges for pull requests, not squash."), OK]
+    (old,) = runner.reflect_transcript(vault, write_transcript(tmp_path / "a.jsonl", "sess-a", first)).written
+    before = protect_note(vault, old)
+    monkeypatch.setenv("MEMVAULT_REVIEW_MODE", "silent")  # would send an ordinary proposal to the inbox
+    vault = open_vault(vault.root)
+    (route,) = runner.reflect_transcript(vault, write_transcript(tmp_path / "b.jsonl", "sess-b", changed)).routes
+    assert route["action"] == "supersede" and route["target"] == old and "protected" in route["reason"]
+    assert route["path"].startswith(P + "_review/")  # review, whatever the review mode
+    meta = vault.read(route["path"]).note.meta
+    assert meta["proposes_supersede"] == old and "never applied automatically" in meta["supersede_note"]
+    assert (vault.root / old).read_bytes() == before
+    # Review's supersede: refused as a library call; in `memvault review` it asks, and "no" keeps the entry.
+    with pytest.raises(ProtectedError):
+        review.supersede(vault, route["path"])
+    said = run(vault.root, "review", input="s\nx\nn\n").output  # the example's own capture comes first
+    assert "never applied automatically" in said and "is protected. Supersede it anyway?" in said
+    assert (vault.root / old).read_bytes() == before and (vault.root / route["path"]).exists()
+    run(vault.root, "review", input="s\nx\ny\n")
+    assert vault.read(old).note.meta["supersedes"].startswith(P + "_archive/")  # replaced, after the yes
+
+
+def test_inbox_accept_keeps_a_protected_supersede_without_a_terminal_and_applies_it_with_yes(vault: Vault) -> None:
+    before = protect_note(vault, PYTEST)
+    proposal = vault.save(
+        "preference", "pytest-plugins", "# Pytest with plugins\n\nUse pytest-xdist too.\n", folder="_inbox",
+        meta={"proposes_supersede": PYTEST},
+    ).path  # fmt: skip
+    out = json.loads(run(vault.root, "inbox", "accept", "--all", "--json").output)
+    (kept,) = [r for r in out["results"] if r["path"] == proposal]
+    assert kept["action"] == "kept" and "--yes" in kept["reason"]
+    assert (vault.root / PYTEST).read_bytes() == before and (vault.root / proposal).exists()
+    run(vault.root, "inbox", "accept", "pytest-plugins", "--yes")
+    assert "pytest-xdist" in vault.read(PYTEST).note.body and not (vault.root / proposal).exists()
+
+
+def test_explicit_commands_ask_or_take_yes(vault: Vault) -> None:
+    before = protect_note(vault, PYTEST)
+    refused = run(vault.root, "evolve", PYTEST, "Use pytest with plugins.", "-r", "changed", code=1)
+    assert "[protected]" in refused.output and "--yes" in refused.output
+    run(vault.root, "save", "preference", "pytest-over-unittest", "New.", "--replace", code=1)
+    assert (vault.root / PYTEST).read_bytes() == before
+    run(vault.root, "evolve", PYTEST, "Use pytest with plugins.", "-r", "changed", "--yes")
+    assert "Use pytest with plugins." in vault.read(PYTEST).note.body
+
+
+def test_gc_never_offers_a_protected_idea(vault: Vault) -> None:
+    idea = f"{INC}/flaky-test-detector/_index.md"
+    protect_note(vault, idea)
+    folder = vault.root / INC / "flaky-test-detector"
+    index = folder / "_index.md"
+    index.write_text(re.sub(r"(?m)^updated: .*$", "updated: 2025-01-10T09:00:00", index.read_text()))
+    stamp = dt.datetime(2025, 1, 10).timestamp()
+    for path in folder.rglob("*"):
+        os.utime(path, (stamp, stamp))
+    before = snapshot(vault.root)
+    (stale,) = incubator.stale(vault, 6)
+    assert stale.protected
+    listed = json.loads(run(vault.root, "gc", "--json").output)
+    assert listed["ideas"] == [] and [i["slug"] for i in listed["protected"]] == ["flaky-test-detector"]
+    assert "1 protected idea" in run(vault.root, "gc", "--ask", input="d\ny\n").output
+    for clean_up in (incubator.archive, incubator.delete):
+        with pytest.raises(ProtectedError):
+            clean_up(vault, stale)
+    assert snapshot(vault.root) == before
+
+
+SKILL = "---\nname: deploy\ndescription: Deploy to staging.\n---\nRun the deploy script.\n"
+
+
+def test_the_skills_index_leaves_a_protected_entry_alone(vault: Vault, tmp_path: Path) -> None:
+    claude = tmp_path / "claude"
+    skill = claude / "skills" / "deploy" / "SKILL.md"
+    skill.parent.mkdir(parents=True)
+    skill.write_text(SKILL)
+    (rel,) = skills_index.index_skills(vault, claude_dir=claude, project=tmp_path).created
+    before = protect_note(vault, rel)
+    skill.write_text(SKILL.replace("Deploy to staging.", "Deploy to production."))
+    changed = skills_index.index_skills(vault, claude_dir=claude, project=tmp_path)
+    assert changed.updated == [] and changed.skipped[0]["path"] == rel and "protected" in changed.skipped[0]["reason"]
+    skill.unlink()
+    gone = skills_index.index_skills(vault, claude_dir=claude, project=tmp_path)
+    assert gone.archived == [] and "protected" in gone.skipped[0]["reason"]
+    assert (vault.root / rel).read_bytes() == before
+
+
+def test_the_auto_memory_import_leaves_a_protected_entry_alone(vault: Vault, tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    memory = auto_memory.memory_dir(project.resolve(), tmp_path / "claude")
+    memory.mkdir(parents=True)
+    topic = memory / "feedback_tabs.md"
+    topic.write_text("---\nname: Tabs\ntype: feedback\n---\nIndent Makefiles with tabs, never spaces.\n")
+    (memory / "MEMORY.md").write_text("- [Tabs](feedback_tabs.md) — Makefiles use tabs\n")
+    (rel,) = auto_memory.import_memory(vault, project=project, claude=tmp_path / "claude").created
+    before = protect_note(vault, rel)
+    # A protected entry edited through memvault keeps its body hash; only protection stops the update.
+    topic.write_text(topic.read_text().replace("never spaces", "never spaces, not even once"))
+    again = auto_memory.import_memory(vault, project=project, claude=tmp_path / "claude")
+    assert again.updated == [] and "protected" in again.skipped[0]["reason"]
+    assert (vault.root / rel).read_bytes() == before
+
+
+def test_seed_only_proposes_when_the_rule_of_a_protected_entry_changes(vault: Vault, tmp_path: Path) -> None:
+    source = tmp_path / "rules.md"
+    source.write_text("## Git\n\n- Never push straight to main; open a pull request.\n")
+    (created,) = seed.seed(vault, extra=[source], only=True, accept=True).created
+    before = (vault.root / created["path"]).read_bytes()
+    assert vault.read(created["path"]).note.meta["protected"] is True  # seeded entries are protected
+    source.write_text("## Git\n\n- Never push straight to main; open a pull request and wait for review.\n")
+    (proposal,) = seed.seed(vault, extra=[source], only=True, accept=True).proposals
+    assert proposal["replaces"] == created["path"] and proposal["protected"]
+    assert (vault.root / created["path"]).read_bytes() == before
