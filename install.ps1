@@ -125,12 +125,12 @@ Invoke-Native 'creating the environment' $Python @('-m', 'venv', $Venv)
 Invoke-Native 'upgrading pip' $VenvPy @('-m', 'pip', 'install', '--quiet', '--upgrade', 'pip')
 if ($NoPythonDeps) {
     Write-Host '==> installing memvault without embeddings (keyword-only recall)'
-    Invoke-Native 'installing memvault' $VenvPy @('-m', 'pip', 'install', '--quiet', '--upgrade', $Repo)
+    Invoke-Native 'installing memvault' $VenvPy @('-m', 'pip', 'install', '--quiet', '--upgrade', "$Repo[mcp]")
 } else {
     Write-Host "==> installing torch ($TorchSpec) before sentence-transformers"
     Invoke-Native 'installing torch' $VenvPy @('-m', 'pip', 'install', '--quiet', $TorchSpec)
     Write-Host '==> installing memvault with local embeddings'
-    Invoke-Native 'installing memvault' $VenvPy @('-m', 'pip', 'install', '--quiet', '--upgrade', "$Repo[embeddings]")
+    Invoke-Native 'installing memvault' $VenvPy @('-m', 'pip', 'install', '--quiet', '--upgrade', "$Repo[embeddings,mcp]")
 }
 
 # memvault.exe knows its venv's python.exe by absolute path, so a copy in a folder of its own can go on PATH

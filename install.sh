@@ -133,10 +133,10 @@ if [ "$WITH_EMBEDDINGS" = 1 ]; then
   echo "==> installing torch (${MEMVAULT_TORCH_SPEC:-torch==2.13.0}) before sentence-transformers"
   "$VENV/bin/python" -m pip install --quiet "${MEMVAULT_TORCH_SPEC:-torch==2.13.0}"
   echo "==> installing memvault with local embeddings"
-  "$VENV/bin/python" -m pip install --quiet --upgrade "$REPO[embeddings]"
+  "$VENV/bin/python" -m pip install --quiet --upgrade "$REPO[embeddings,mcp]"
 else
   echo "==> installing memvault without embeddings (keyword-only recall)"
-  "$VENV/bin/python" -m pip install --quiet --upgrade "$REPO"
+  "$VENV/bin/python" -m pip install --quiet --upgrade "$REPO[mcp]"
 fi
 
 mkdir -p "$BIN_DIR"

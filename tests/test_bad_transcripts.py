@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from memvault import health, open_vault, runtime
 from memvault.cli import cli
-from memvault.reflect import runner, transcript
+from memvault.reflect import jsonl, runner, transcript
 from memvault.reflect import state as reflect_state
 
 from . import transcripts
@@ -69,7 +69,7 @@ def test_a_byte_order_mark_does_not_drop_the_first_line(tmp_path: Path) -> None:
 def test_a_huge_line_without_newline_is_skipped_in_bounded_memory_and_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(transcript, "MAX_LINE_BYTES", 1024 * 1024)
+    monkeypatch.setattr(jsonl, "MAX_LINE_BYTES", 1024 * 1024)
     path = transcripts.write(tmp_path / "s.jsonl", "s")
     with path.open("ab") as fh:  # 40 MB of one line, still being written (no newline yet)
         fh.write(b'{"type":"user","message":{"role":"user","content":"' + b"x" * (40 * 1024 * 1024))

@@ -109,6 +109,13 @@ def test_install_sh_merges_into_existing_settings_is_idempotent_and_uninstalls_b
     assert link.is_symlink() and Path(os.readlink(link)) == venv / "bin/memvault"
     version = subprocess.run([str(link), "--version"], capture_output=True, text=True, env=_env(home))
     assert version.returncode == 0 and "0.1.0" in version.stdout
+    # `memvault mcp` works from the installed environment (the MCP SDK comes with it): it answers a handshake.
+    client = {"name": "test", "version": "0"}
+    params = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": client}
+    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}
+    served = subprocess.run([str(link), "mcp"], input=json.dumps(hello) + "\n", capture_output=True, text=True,
+                            env=_env(home), timeout=120)  # fmt: skip
+    assert json.loads(served.stdout.splitlines()[0])["result"]["serverInfo"]["name"] == "memvault", served.stderr
     # Our five hooks, exec form with the venv's interpreter; the other tool's hooks and keys kept.
     after = json.loads(settings_file.read_text())
     ours = _our_handlers(after)

@@ -12,7 +12,7 @@ import copy
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePath, PureWindowsPath
 from typing import Any
@@ -149,8 +149,15 @@ class MergeResult:
         return bool(self.added or self.updated)
 
 
-def merge(settings: Mapping[str, Any], entries: Mapping[str, dict[str, Any]]) -> MergeResult:
-    """`settings` with exactly one group of ours per event; other keys, groups and handlers untouched and in order."""
+Ours = Callable[[Any], object]  # truthy for a handler memvault wrote
+
+
+def merge(settings: Mapping[str, Any], entries: Mapping[str, dict[str, Any]], ours: Ours | None = None) -> MergeResult:
+    """`settings` with exactly one group of ours per event; other keys, groups and handlers untouched and in order.
+
+    `ours` recognises our handlers (default: Claude Code's launchers by script path; other hosts pass theirs).
+    """
+    is_ours = ours or our_script
     data = copy.deepcopy(dict(settings))
     if not isinstance(data.get("hooks"), dict):  # missing, or null
         data["hooks"] = {}
@@ -162,14 +169,14 @@ def merge(settings: Mapping[str, Any], entries: Mapping[str, dict[str, Any]]) ->
             hooks[event] = [copy.deepcopy(wanted)]
             added.append(event)
             continue
-        ours = [(i, h) for i, g in enumerate(groups) for h in _handlers(g) if our_script(h)]
-        if not ours:
+        found = [(i, h) for i, g in enumerate(groups) for h in _handlers(g) if is_ours(h)]
+        if not found:
             groups.append(copy.deepcopy(wanted))
             added.append(event)
-        elif len(ours) == 1 and groups[ours[0][0]] == wanted:
+        elif len(found) == 1 and groups[found[0][0]] == wanted:
             unchanged.append(event)
         else:
-            hooks[event] = _replace_ours(groups, wanted)
+            hooks[event] = _replace_ours(groups, wanted, is_ours)
             updated.append(event)
     return MergeResult(data, tuple(added), tuple(updated), tuple(unchanged))
 
@@ -179,13 +186,13 @@ def _handlers(group: Any) -> list[Any]:
     return handlers if isinstance(handlers, list) else []
 
 
-def _replace_ours(groups: list[Any], wanted: dict[str, Any]) -> list[Any]:
+def _replace_ours(groups: list[Any], wanted: dict[str, Any], is_ours: Ours) -> list[Any]:
     """Our group takes the place of the first group that held only ours; our handlers elsewhere are dropped."""
     result: list[Any] = []
     placed = False
     for group in groups:
         handlers = _handlers(group)
-        kept = [h for h in handlers if not our_script(h)]
+        kept = [h for h in handlers if not is_ours(h)]
         if len(kept) == len(handlers):
             result.append(group)
         elif not kept:
@@ -206,10 +213,14 @@ class UnmergeResult:
 
 
 def unmerge(
-    settings: Mapping[str, Any], created_events: frozenset[str] | None = None, created_hooks: bool = True
+    settings: Mapping[str, Any],
+    created_events: frozenset[str] | None = None,
+    created_hooks: bool = True,
+    ours: Ours | None = None,
 ) -> UnmergeResult:
     """`settings` without our handlers. A group, event list or `hooks` object we emptied is removed when we
     created it (`created_events`, `created_hooks`; None = assume we created whatever we emptied)."""
+    is_ours = ours or our_script
     data = copy.deepcopy(dict(settings))
     hooks = data.get("hooks")
     if not isinstance(hooks, dict):
@@ -217,13 +228,13 @@ def unmerge(
     removed = []
     for event in list(hooks):
         groups = hooks[event]
-        if not isinstance(groups, list) or not any(our_script(h) for g in groups for h in _handlers(g)):
+        if not isinstance(groups, list) or not any(is_ours(h) for g in groups for h in _handlers(g)):
             continue
         removed.append(event)
         kept_groups = []
         for group in groups:
             handlers = _handlers(group)
-            kept = [h for h in handlers if not our_script(h)]
+            kept = [h for h in handlers if not is_ours(h)]
             if len(kept) == len(handlers):
                 kept_groups.append(group)
             elif kept:

@@ -71,7 +71,8 @@ def inspect(session: str | None, every: bool, limit: int, as_json: bool) -> None
 def _render(record: dict[str, Any]) -> None:
     status = record.get("result", "?")
     colour = {"success": "green", "partial": "yellow", "error": "red"}.get(status, "dim")
-    line = f"{str(record.get('ts', ''))[:19].replace('T', ' ')}  {record.get('hook')}  [{colour}]{status}[/]"
+    host = f" ({record['host']})" if record.get("host") else ""  # Codex CLI, Gemini CLI, MCP; none: Claude Code
+    line = f"{str(record.get('ts', ''))[:19].replace('T', ' ')}  {record.get('hook')}{host}  [{colour}]{status}[/]"
     if record.get("mode"):
         line += f"  {record['mode']}"
     line += f"  {record.get('duration_ms', '?')} ms"

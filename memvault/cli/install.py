@@ -1,8 +1,9 @@
-"""`memvault install` and `memvault uninstall`: connect Claude Code to the vault (hooks, skill, config), or undo it."""
+"""`memvault install` and `uninstall`: connect Claude Code, Codex CLI, Gemini CLI or MCP clients, or undo it."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.markup import escape
@@ -12,6 +13,7 @@ from memvault.claude import installer, skillfile
 from memvault.claude import uninstall as uninstall_mod
 from memvault.errors import MemvaultError
 
+from . import agents
 from .group import cli, err, json_option, out, print_json
 
 _scope = click.option(
@@ -30,7 +32,11 @@ _dry_run = click.option("--dry-run", is_flag=True, help="Show what would change;
 
 
 @cli.command()
-@click.option("--host", type=click.Choice(["claude-code"]), default="claude-code", show_default=True, help="The agent.")
+@agents.host_option
+@agents.mcp_option
+@agents.trust_option
+@agents.enable_option
+@agents.approve_option
 @click.option(
     "--vault",
     "vault",
@@ -48,7 +54,11 @@ _dry_run = click.option("--dry-run", is_flag=True, help="Show what would change;
 @_dry_run
 @json_option
 def install(
-    host: str,
+    host: str | None,
+    mcp: tuple[str, ...],
+    trust_hooks: bool | None,
+    enable_hooks: bool | None,
+    approve_tools: bool | None,
     vault: Path | None,
     skill_name: str,
     scope: str,
@@ -56,7 +66,11 @@ def install(
     dry_run: bool,
     as_json: bool,
 ) -> None:
-    """Connect Claude Code: merge the five memvault hooks into settings.json and install the skill.
+    """Connect an agent: Claude Code by default (five hooks in settings.json, and the skill).
+
+    --host codex or gemini merges memvault's hooks into that CLI's config instead (all: every
+    agent found on this machine); --mcp CLIENT registers the `memvault mcp` server with a client
+    that reads a config file (codex, gemini, claude-code, claude-desktop, cursor; repeatable).
 
     The hooks run this Python by absolute path (exec form, no shell). Other tools' hooks and every
     other setting are left as they are; the settings file is backed up to
@@ -69,20 +83,36 @@ def install(
       memvault install --vault ~/Obsidian
       memvault install --dry-run
       memvault install --scope project --project . --skill-name mem
+      memvault install --host codex --trust-hooks
+      memvault install --host all --mcp codex --mcp gemini
     """
+    results = []
+    for name in agents.hosts_of(host, mcp):
+        if name == "claude-code":
+            results.append(_install_claude(vault, skill_name, scope, project, dry_run, as_json))
+        else:
+            results.append(agents.install_host(name, trust_hooks, enable_hooks, vault, dry_run, as_json))
+    results += [agents.install_mcp(client, approve_tools, dry_run, as_json) for client in agents.mcp_clients(mcp)]
+    if as_json:
+        print_json(results[0] if len(results) == 1 else {"results": results, "dry_run": dry_run})
+
+
+def _install_claude(
+    vault: Path | None, skill_name: str, scope: str, project: Path | None, dry_run: bool, as_json: bool
+) -> dict[str, Any]:
     target = installer.Target.of(scope, project)
     plan = installer.plan_install(target, skill_name=skill_name, vault=vault)
     if not dry_run and plan.changed:
         installer.apply(plan)
+    result = {**plan.as_dict(), "dry_run": dry_run}
     if as_json:
-        print_json({**plan.as_dict(), "dry_run": dry_run, "host": host})
-        return
+        return result
     for warning in plan.warnings:
         err.print(f"[yellow]warning:[/] {escape(warning)}")
     if not plan.changed:
         out.print(f"already installed: {escape(str(target.settings))} and skill /{escape(skill_name)} are up to date")
         _next_step(plan)
-        return
+        return result
     verb = "would " if dry_run else ""
     settings = escape(str(target.settings))
     for event in plan.merge.added:
@@ -108,6 +138,7 @@ def install(
         out.print("installed; Claude Code picks up the hooks in new sessions")
     out.print(_reflection_line(), soft_wrap=True)
     _next_step(plan)
+    return result
 
 
 def _reflection_line() -> str:
@@ -137,27 +168,43 @@ def _next_step(plan: installer.Plan) -> None:
 
 
 @cli.command()
+@agents.host_option
+@agents.mcp_option
 @_scope
 @_project
 @_dry_run
 @json_option
-def uninstall(scope: str, project: Path | None, dry_run: bool, as_json: bool) -> None:
-    """Disconnect Claude Code: remove memvault's hooks and skill; the vault and the config stay.
+def uninstall(
+    host: str | None, mcp: tuple[str, ...], scope: str, project: Path | None, dry_run: bool, as_json: bool
+) -> None:
+    """Disconnect an agent: remove memvault's hooks (and skill) or MCP registration; the vault and the config stay.
 
-    Only what memvault added is removed. When the settings file is otherwise unchanged since the
-    install, its original bytes are put back (or it is deleted, if the install created it); changes
-    you made in between are kept.
+    Only what memvault added is removed. When a file is otherwise unchanged since the install, its
+    original bytes are put back (or it is deleted, if the install created it); changes you made in
+    between are kept. Without --host or --mcp, Claude Code is disconnected.
     """
+    results = []
+    for name in agents.hosts_of(host, mcp, found_only=False):
+        if name == "claude-code":
+            results.append(_uninstall_claude(scope, project, dry_run, as_json))
+        else:
+            results.append(agents.uninstall_host(name, dry_run, as_json))
+    results += [agents.uninstall_mcp(client, dry_run, as_json) for client in agents.mcp_clients(mcp)]
+    if as_json:
+        print_json(results[0] if len(results) == 1 else {"results": results, "dry_run": dry_run})
+
+
+def _uninstall_claude(scope: str, project: Path | None, dry_run: bool, as_json: bool) -> dict[str, Any]:
     target = installer.Target.of(scope, project)
     removal = uninstall_mod.plan_uninstall(target)
     if not dry_run and removal.changed:
         uninstall_mod.apply_uninstall(removal)
+    result = {**removal.as_dict(), "dry_run": dry_run}
     if as_json:
-        print_json({**removal.as_dict(), "dry_run": dry_run})
-        return
+        return result
     if not removal.changed:
         out.print(f"nothing to uninstall: no memvault hooks in {escape(str(target.settings))} and no memvault skill")
-        return
+        return result
     verb = "would " if dry_run else ""
     settings = escape(str(target.settings))
     for event in removal.events:
@@ -176,3 +223,4 @@ def uninstall(scope: str, project: Path | None, dry_run: bool, as_json: bool) ->
     if removal.backup_kept is not None:
         out.print(f"the copy from before the install stays at {escape(str(removal.backup_kept))}")
     out.print("dry run: nothing was written" if dry_run else "uninstalled; your vault and config are untouched")
+    return result

@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from memvault.errors import MemvaultError, ProtectedError
+from memvault.hosts import places
 from memvault.reflect import review as review_mod
 from memvault.reflect import runner as reflect_mod
 from memvault.store import disk
@@ -31,7 +32,8 @@ _CORPUS_DEFAULT = "\0default"
 )  # fmt: skip
 @click.option(
     "--corpus", "corpus", metavar="[DIR]", is_flag=False, flag_value=_CORPUS_DEFAULT, default=None,
-    help="Reflect every transcript under DIR (default: the Claude Code projects folder); resumable.",
+    help="Reflect every transcript under DIR (default: every agent's history found here: Claude Code's "
+    "projects, Codex CLI's sessions, Gemini CLI's chats); resumable.",
 )  # fmt: skip
 @click.option("--dry-run", is_flag=True, help="Show what would be captured and where; write nothing.")
 @click.option(
@@ -63,10 +65,23 @@ def reflect(
     if corpus is not None:
         if session is not None:
             raise click.UsageError("give --session or --corpus, not both")
-        folder = reflect_mod.projects_dir() if corpus == _CORPUS_DEFAULT else Path(corpus).expanduser()
-        if not folder.is_dir():
-            raise MemvaultError(f"no transcript folder at {folder}", code="missing")
-        _corpus(vault, folder, dry_run, as_json)
+        folders = _history_folders() if corpus == _CORPUS_DEFAULT else [Path(corpus).expanduser()]
+        missing = [f for f in folders if not f.is_dir()]
+        if corpus != _CORPUS_DEFAULT and missing:
+            raise MemvaultError(f"no transcript folder at {missing[0]}", code="missing")
+        if not folders:
+            raise MemvaultError(
+                f"no agent history found (looked for {reflect_mod.projects_dir()}, {places.codex_sessions()} "
+                f"and {places.gemini_dir() / 'tmp'})",
+                code="missing",
+            )
+        reports = [_corpus(vault, folder, dry_run, as_json) for folder in folders]
+        if as_json:
+            counts = review_mod.counts(vault)
+            warnings = {"warnings": list(counts.warnings)}
+            print_json({**reports[0], **warnings} if len(reports) == 1 else {"folders": reports, **warnings})
+        else:
+            _render_counts(review_mod.counts(vault))
         return
     transcript = session or _newest_transcript()
     try:
@@ -127,7 +142,13 @@ def _newest_transcript() -> Path:
     return found[-1]
 
 
-def _corpus(vault: Vault, folder: Path, dry_run: bool, as_json: bool) -> None:
+def _history_folders() -> list[Path]:
+    """Every agent's transcript folder that exists on this machine: Claude Code, Codex CLI, Gemini CLI (per project)."""
+    found = [reflect_mod.projects_dir(), places.codex_sessions(), *places.gemini_chats()]
+    return [f for f in found if f.is_dir()]
+
+
+def _corpus(vault: Vault, folder: Path, dry_run: bool, as_json: bool) -> dict[str, Any]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
@@ -138,10 +159,8 @@ def _corpus(vault: Vault, folder: Path, dry_run: bool, as_json: bool) -> None:
             bar.update(task, completed=done, total=total, description=f"reflecting {Path(path).name}"[:60])
 
         report = reflect_mod.reflect_corpus(vault, folder, progress=progress, dry_run=dry_run)
-    counts = review_mod.counts(vault)
     if as_json:
-        print_json({**report.as_dict(), "warnings": list(counts.warnings)})
-        return
+        return report.as_dict()
     verb = "would write" if dry_run else "wrote"
     out.print(
         f"{report.files} transcripts under {escape(report.folder)}: {report.reflected} reflected, "
@@ -155,7 +174,7 @@ def _corpus(vault: Vault, folder: Path, dry_run: bool, as_json: bool) -> None:
     if report.halted:
         err.print(f"[yellow]halted:[/] {'another reflection is running' if report.busy else 'the STOP file exists'}; "
                   "run the same command again to resume")  # fmt: skip
-    _render_counts(counts)
+    return report.as_dict()
 
 
 def _render_report(report: reflect_mod.Report, folder: str) -> None:

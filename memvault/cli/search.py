@@ -227,3 +227,20 @@ def serve(action: str | None, idle_minutes: float | None, as_json: bool) -> None
         print_json(info) if as_json else out.print(f"running: pid {info.get('pid')}, model {info.get('model')}")
         return
     sys.exit(service.serve(settings.model, idle))
+
+
+@cli.command()
+def mcp() -> None:
+    """Serve the vault to agents over the Model Context Protocol (stdio): recall, save, evolve, list, show, queues.
+
+    Agents run this themselves; register it with `memvault install --mcp CLIENT`. It reads the same
+    config as the CLI and follows the same rules: private notes are never given out, secrets are
+    refused, every write is journalled and committed.
+    """
+    from memvault.mcpserver import server
+
+    try:
+        app = server.build()
+    except ImportError as exc:
+        raise MemvaultError(str(exc), code="missing") from None
+    app.run("stdio")

@@ -28,6 +28,19 @@ def run(event: str) -> None:
     sys.exit(main(event))
 
 
+def run_host(argv: list) -> None:
+    """`<host> <event>` from a host's hook command: the host adapter runs the event (Codex CLI, Gemini CLI)."""
+    try:
+        from memvault.hooks.adapters import main
+    except ImportError:
+        sys.path.insert(0, str(ROOT))
+        try:
+            from memvault.hooks.adapters import main
+        except ImportError:
+            sys.exit(0)
+    sys.exit(main(*[*argv, "", ""][:2]))
+
+
 def _plugin(event: str, data: Path) -> None:
     """Plugin route: the plugin's memvault first on sys.path, then its venv's packages, or exit until they exist."""
     sys.path.insert(0, str(ROOT))

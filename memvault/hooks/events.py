@@ -47,10 +47,13 @@ class NoVault(Skip):
     """No usable vault: logged, and also shown to the user at SessionStart."""
 
 
-def main(event: str, stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
-    """Run one hook event; always returns 0 (the host treats anything else as a hook error)."""
+def main(event: str, stdin: TextIO | None = None, stdout: TextIO | None = None, *, host: str | None = None) -> int:
+    """Run one hook event; always returns 0 (the host treats anything else as a hook error).
+
+    `host` names the agent when it is not Claude Code (set by `hooks.adapters`); the log line carries it.
+    """
     started, from_process_start = proctime.started()
-    record: dict[str, Any] = {"hook": event, "result": "success"}
+    record: dict[str, Any] = {"hook": event, "result": "success", **({"host": host} if host else {})}
     output: Output | None = None
     try:
         payload = read_payload(stdin or sys.stdin)

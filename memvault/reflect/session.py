@@ -92,12 +92,12 @@ class TranscriptPass:
             self._log_skipped()
 
     def _run_once(self) -> bool:
-        """One bounded read (`transcript.READ_BYTES`) mined and written; True when more is left to read."""
-        from . import miner, transcript
+        """One bounded read (`jsonl.READ_BYTES`) mined and written; True when more is left to read."""
+        from . import miner, readers, transcript
 
         report, state = self.report, self.state
         fault.checkpoint(f"reflecting {self.path.name}")
-        read = transcript.read(self.path, transcript.Cursor(state.context_offset, state.context_line), tools=True)
+        read = readers.read(self.path, transcript.Cursor(state.context_offset, state.context_line), tools=True)
         report.session_id = report.session_id or read.session_id or self.path.stem
         for reason, count in read.skipped.items():
             report.skipped_lines[reason] = report.skipped_lines.get(reason, 0) + count

@@ -3,8 +3,8 @@
 Stdlib only; knows nothing about vaults. Every line read is either turned into (part of) a turn or
 counted in `Transcript.skipped` under a reason, so a caller can account for the whole file, and no
 line, however broken (invalid JSON, nested thousands deep, lone surrogate escapes, megabytes with
-no newline), stops the read. Memory is bounded: a read takes at most about `READ_BYTES` (the rest
-waits for the next read, `Transcript.more`), and a line longer than `MAX_LINE_BYTES` is skipped
+no newline), stops the read. Memory is bounded: a read takes at most about `jsonl.READ_BYTES` (the rest
+waits for the next read, `Transcript.more`), and a line longer than `jsonl.MAX_LINE_BYTES` is skipped
 without being held in memory. What the
 vault injected (`<memoryvault-…>` fences), hook context (attachment lines, `<system-reminder>`
 spans), tool results, meta lines and slash-command wrappers never reach a user or assistant turn, so
@@ -24,11 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .jsonl import BAD, DEEP, Cursor, frame, loads
+
 TOOL_ERROR_CHARS = 500  # a failed tool call is kept as a short turn: enough to recognise the error
-READ_BYTES = 64 * 1024 * 1024  # one read consumes about this much at most; the rest is left for the next
-MAX_LINE_BYTES = 16 * 1024 * 1024  # a longer line is skipped ("too_long") without being read into memory
-_CHUNK = 1024 * 1024
-_BOM = b"\xef\xbb\xbf"
 
 _SPANS = re.compile(  # removed wherever they appear; an unclosed span runs to the end (never leak half a fence)
     r"<(system-reminder|user-prompt-submit-hook|memoryvault-[a-z-]+)\b[^>]*>.*?(?:</\1\s*>|\Z)",
@@ -71,12 +69,6 @@ class Turn:
     tool: str | None = None  # tool_call / tool_ok / tool_error: the call described ("Bash: pytest -q"), when known
 
 
-@dataclass(frozen=True)
-class Cursor:
-    offset: int = 0  # byte offset just past the last complete line consumed
-    line: int = 0  # lines consumed so far
-
-
 @dataclass
 class Transcript:
     path: Path
@@ -88,7 +80,7 @@ class Transcript:
     skipped: dict[str, int]  # reason -> count ("tool_result", "meta", "command", "bad_json", "type:<t>", …)
     parsed: int = 0  # lines that went into a turn; parsed + sum(skipped.values()) == lines
     pending: int = 0  # bytes of an incomplete last line left for the next read
-    more: bool = False  # READ_BYTES reached: read again from `cursor` for the rest
+    more: bool = False  # jsonl.READ_BYTES reached: read again from `cursor` for the rest
     repaired: int = 0  # lines kept after replacing text that is not valid Unicode (lone surrogate escapes)
 
 
@@ -121,7 +113,7 @@ class _State:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
 
 
-def read(path: Path, cursor: Cursor = Cursor(), *, tools: bool = False, max_bytes: int = READ_BYTES) -> Transcript:
+def read(path: Path, cursor: Cursor | None = None, *, tools: bool = False, max_bytes: int | None = None) -> Transcript:
     """Read `path` from `cursor` on; return the new turns and the cursor for the next read.
 
     `tools=True` also keeps tool calls and successful tool results as short turns (see the module docstring).
@@ -130,76 +122,29 @@ def read(path: Path, cursor: Cursor = Cursor(), *, tools: bool = False, max_byte
     mid-write never is); otherwise it stays for the next read and its size is in `pending`. A byte
     order mark at the start of the file is not part of the first line.
     """
-    path = Path(path)
+    path, cursor = Path(path), cursor or Cursor()
+    framed = frame(path, cursor, max_bytes)  # bounded: see memvault.reflect.jsonl
     state = _State(tools=tools)
     sidechain_file = "subagents" in path.parts or path.name.startswith("agent-")
-    offset, line, pending, more = cursor.offset, cursor.line, 0, False
-    with path.open("rb") as fh:
-        if offset == 0 and fh.read(3) == _BOM:
-            offset = 3
-        fh.seek(offset)
-        if not _at_line_start(fh, offset):
-            offset += _skip_rest_of_line(fh)  # the rest of a line consumed unterminated (or overlong) last time
-        start = offset
-        while offset - start < max_bytes:
-            raw = fh.readline(MAX_LINE_BYTES + 1)
-            if not raw:
-                break
-            if not raw.endswith(b"\n") and len(raw) > MAX_LINE_BYTES:  # overlong: counted, never held
-                offset += len(raw) + _skip_rest_of_line(fh)
-                line += 1
-                state.skip("too_long")
-                continue
-            if not raw.endswith(b"\n"):  # the last line, maybe still being written
-                if raw.strip() and not isinstance(_loads(raw), dict):
-                    pending = len(raw)
-                    break
-                if not raw.strip():  # trailing spaces: nothing to wait for
-                    offset += len(raw)
-                    break
-            offset += len(raw)
-            line += 1
-            _safe_line(state, raw.rstrip(b"\r\n"), line, sidechain_file)
+    for i, raw in enumerate(framed.lines):
+        if raw is None:
+            state.skip("too_long")
         else:
-            more = bool(fh.read(1))
+            _safe_line(state, raw, cursor.line + i + 1, sidechain_file)
     turns = [_freeze(a) for a in state.acc]
-    turns = [t for t in turns if t.text]
-    lines = line - cursor.line
     return Transcript(
         path=path,
         session_id=state.session_id or path.stem,
         cwd=state.cwd,
-        turns=turns,
-        cursor=Cursor(offset, line),
-        lines=lines,
+        turns=[t for t in turns if t.text],
+        cursor=framed.cursor,
+        lines=len(framed.lines),
         skipped=state.skipped,
         parsed=state.parsed,
-        pending=pending,
-        more=more,
+        pending=framed.pending,
+        more=framed.more,
         repaired=state.repaired,
     )
-
-
-def _at_line_start(fh: Any, offset: int) -> bool:
-    """Whether `offset` starts a line: the file's start (after a BOM) or just after a newline."""
-    if offset == 0:
-        return True
-    fh.seek(0)
-    if offset == 3 and fh.read(3) == _BOM:
-        fh.seek(offset)
-        return True
-    fh.seek(offset - 1)
-    return fh.read(1) == b"\n"
-
-
-def _skip_rest_of_line(fh: Any) -> int:
-    """Read past the next newline (or to the end), a chunk at a time; return the bytes skipped."""
-    skipped = 0
-    while True:
-        chunk = fh.readline(_CHUNK)
-        skipped += len(chunk)
-        if not chunk or chunk.endswith(b"\n"):
-            return skipped
 
 
 def _safe_line(state: _State, raw: bytes, lineno: int, sidechain_file: bool) -> None:
@@ -213,25 +158,13 @@ def _safe_line(state: _State, raw: bytes, lineno: int, sidechain_file: bool) -> 
         state.skip(f"error:{type(exc).__name__}")
 
 
-def _loads(raw: bytes) -> Any:
-    try:
-        return json.loads(raw.decode("utf-8", errors="replace"))
-    except ValueError:
-        return _BAD
-    except RecursionError:  # nested thousands of levels deep
-        return _DEEP
-
-
-_BAD, _DEEP = object(), object()
-
-
 def _line(state: _State, raw: bytes, lineno: int, sidechain_file: bool) -> None:
     if not raw.strip():
         state.skip("blank")
         return
-    obj = _loads(raw)
-    if obj is _BAD or obj is _DEEP:
-        state.skip("bad_json" if obj is _BAD else "too_deep")
+    obj = loads(raw)
+    if obj is BAD or obj is DEEP:
+        state.skip("bad_json" if obj is BAD else "too_deep")
         return
     if _has_lone_surrogate(raw, obj):
         state.repaired += 1

@@ -1,0 +1,101 @@
+"""Host adapters: a Codex CLI or Gemini CLI hook event in, the host-neutral core (`events`) run, the host's shape out.
+
+Each host names its events, fills its stdin and reads the answer a little differently
+(`hosts.spec`). The adapter maps the event name, tidies the few stdin fields that differ, runs
+`events.main` as Claude Code's hooks do (same dedup, markers, budgets, log line), and rewrites the
+answer: `hookEventName` becomes the host's event name, and keys the host would reject are dropped.
+Standard library only: it is on the prompt path.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from memvault.hosts import spec
+
+from . import events
+
+# Gemini CLI (headless) prepends SessionStart's context to the prompt as <hook_context>…</hook_context>.
+_HOOK_CONTEXT = re.compile(r"<hook_context>.*?(?:</hook_context>|\Z)\s*", re.DOTALL)
+_ALLOWED = {"hookSpecificOutput", "systemMessage"}  # Codex rejects any other top-level key
+
+
+def main(host: str, event: str, stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
+    """Run one host event; always returns 0. Unknown hosts or events are logged and skipped by the core."""
+    known = spec.HOSTS.get(host)
+    mapped = known.event(event) if known else None
+    payload = events.read_payload(stdin or sys.stdin)
+    if known is None or mapped is None:
+        return events.main(f"{host}:{event}", io.StringIO("{}"), io.StringIO(), host=host)
+    payload = normalise(host, mapped.core, payload)
+    answer = io.StringIO()
+    events.main(mapped.core, io.StringIO(json.dumps(payload)), answer, host=host)
+    shaped = shape(known, event, mapped.core, answer.getvalue())
+    if shaped is not None:
+        try:
+            (stdout or sys.stdout).write(json.dumps(shaped) + "\n")
+            (stdout or sys.stdout).flush()
+        except (OSError, ValueError):
+            pass  # the core has logged the run; a closed pipe must not turn into a hook error
+    return 0
+
+
+def normalise(host: str, core: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """The payload as the core expects it (Claude Code's field names, which both hosts mostly share)."""
+    data = dict(payload)
+    if host == spec.GEMINI:
+        prompt = data.get("prompt")
+        if isinstance(prompt, str) and "<hook_context>" in prompt:
+            data["prompt"] = _HOOK_CONTEXT.sub("", prompt).strip()
+        if core == "SessionStart" and data.get("source") == "resume":
+            real = gemini_transcript(data)
+            if real:
+                data["transcript_path"] = real
+    return data
+
+
+def gemini_transcript(payload: dict[str, Any]) -> str | None:
+    """On resume Gemini CLI hands SessionStart a new, nearly empty chat file; the session's real one is
+    the oldest chat file beside it whose header carries the same session id."""
+    given, session = payload.get("transcript_path"), payload.get("session_id")
+    if not isinstance(given, str) or not isinstance(session, str) or len(session) < 8:
+        return None
+    folder = Path(given).parent
+    try:
+        candidates = sorted(folder.glob(f"session-*-{session[:8]}.jsonl"), key=lambda p: (p.stat().st_mtime, p.name))
+    except OSError:
+        return None
+    for path in candidates:
+        if os.path.abspath(path) == os.path.abspath(given):
+            continue
+        try:
+            with open(path, encoding="utf-8") as handle:
+                header = json.loads(handle.readline() or "{}")
+        except (OSError, ValueError):
+            continue
+        if isinstance(header, dict) and header.get("sessionId") == session:
+            return str(path)
+    return None
+
+
+def shape(host: spec.Host, event: str, core: str, text: str) -> dict[str, Any] | None:
+    """The core's answer in the host's shape, or None when there is nothing to say."""
+    try:
+        data = json.loads(text) if text.strip() else None
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    out = {k: v for k, v in data.items() if k in _ALLOWED}
+    inner = out.get("hookSpecificOutput")
+    if isinstance(inner, dict):
+        out["hookSpecificOutput"] = {**inner, "hookEventName": event}
+    if host.quiet_prompt and core == "UserPromptSubmit":
+        out.pop("systemMessage", None)
+    return out or None

@@ -1,0 +1,36 @@
+"""Which reader a transcript needs, told by its first line: Claude Code, Codex CLI rollout or Gemini CLI chat."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from . import codex_rollout, gemini_chat, transcript
+from .jsonl import Cursor
+from .transcript import Transcript
+
+Reader = Callable[[Path, Cursor], Transcript]
+
+
+def reader_for(path: Path) -> Reader:
+    """The reader for `path` (Claude Code's when the first line says nothing else, or cannot be read)."""
+    try:
+        with open(path, "rb") as handle:
+            first = json.loads(handle.readline(16 * 1024 * 1024).decode("utf-8", errors="replace") or "{}")
+    except (OSError, ValueError):
+        return transcript.read
+    if isinstance(first, dict):
+        if gemini_chat.looks_like(first):
+            return gemini_chat.read
+        if codex_rollout.looks_like(first):
+            return codex_rollout.read
+    return transcript.read
+
+
+def read(path: Path, cursor: Cursor | None = None, *, tools: bool = False) -> Transcript:
+    """The transcript at `path` from `cursor` on, by its host's reader (`tools`: see `transcript.read`)."""
+    reader = reader_for(path)
+    if reader is transcript.read:
+        return transcript.read(Path(path), cursor or Cursor(), tools=tools)
+    return reader(Path(path), cursor or Cursor())

@@ -1,0 +1,262 @@
+"""Hook timings as Codex CLI and Gemini CLI report them, next to a bare `python -c pass` hook in the same run.
+
+    python scripts/bench_host_hooks.py [--runs 5] [--keyword-only] [--json OUT]
+
+Each client (the pinned npm versions of tests/e2e, installed into the same cache) runs headless
+against its local model stub in a throwaway home, alternating between memvault's hooks (installed
+with `memvault install --host …`) and the same events running `<python> -c pass`. The durations
+are the clients' own: Codex's app-server `hook/completed` notifications (`durationMs`), Gemini's
+`--debug` lines (`Hook execution for <Event>: … total duration: N ms`). The vault is a copy of
+examples/vault; with the warm embedding service on (the default) a first, unmeasured run starts it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import queue
+import re
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from tests.e2e import clients  # noqa: E402  (the cached npm installs and offline homes)
+from tests.e2e.stubs.gemini import GeminiStub  # noqa: E402
+from tests.e2e.stubs.openai_responses import ResponsesStub  # noqa: E402
+
+PROMPT = "how do I fix a flaky test that fails only sometimes on CI?"
+BARE = [sys.executable, "-c", "pass"]
+
+
+def memvault(*args: str, env: dict[str, str]) -> None:
+    subprocess.run([sys.executable, "-m", "memvault", *args], env=env, check=True, capture_output=True, timeout=600)
+
+
+# ---- Codex CLI: app-server notifications ------------------------------------------------------------
+
+
+class AppServer:
+    """`codex app-server` over stdio (JSON-RPC lines): start a thread, run turns, collect hook/completed."""
+
+    def __init__(self, exe: Path, env: dict[str, str], cwd: Path) -> None:
+        self.proc = subprocess.Popen([str(exe), "app-server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, env=env, cwd=cwd, text=True, bufsize=1)  # fmt: skip
+        self.inbox: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.hooks: list[dict[str, Any]] = []
+        self.ids = 0
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue
+            if message.get("method") == "hook/completed":
+                params = message.get("params") or {}
+                self.hooks.append(params.get("run") or params)
+            self.inbox.put(message)
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps({"jsonrpc": "2.0", **message}) + "\n")
+        self.proc.stdin.flush()
+
+    def request(self, method: str, params: dict[str, Any], wait_for: str | None = None) -> dict[str, Any]:
+        self.ids += 1
+        self.send({"id": self.ids, "method": method, "params": params})
+        answer: dict[str, Any] = {}
+        end = time.monotonic() + 120
+        while time.monotonic() < end:
+            message = self.inbox.get(timeout=max(0.1, end - time.monotonic()))
+            if message.get("id") == self.ids and "method" not in message:
+                answer = message
+                if wait_for is None:
+                    return answer
+            elif wait_for and message.get("method") == wait_for:
+                return answer
+            elif "id" in message and "method" in message:  # a question for the client (approval): decline
+                self.send({"id": message["id"], "result": {"decision": "decline"}})
+        raise TimeoutError(method)
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def codex_run(exe: Path, home: Path, project: Path, env: dict[str, str]) -> list[dict[str, Any]]:
+    server = AppServer(exe, env, project)
+    try:
+        server.request("initialize", {"clientInfo": {"name": "bench", "title": "bench", "version": "0"}})
+        server.send({"method": "initialized"})
+        thread = server.request("thread/start", {"cwd": str(project)})["result"]["thread"]["id"]
+        server.request("turn/start", {"threadId": thread, "input": [{"type": "text", "text": PROMPT}]},
+                       wait_for="turn/completed")  # fmt: skip
+        time.sleep(0.5)  # the Stop hook's notification
+    finally:
+        server.close()
+    return [{"event": str(h.get("eventName")), "ms": float(h["durationMs"]), "status": h.get("status")}
+            for h in server.hooks if "durationMs" in h]  # fmt: skip
+
+
+def codex_bare_hooks(codex_home: Path) -> None:
+    """The same four events running `python -c pass`, trusted the way memvault's are."""
+    from memvault.hosts import codex_toml, spec
+
+    hooks: dict[str, Any] = {}
+    trust = []
+    path = str(codex_home / "hooks.json")
+    for event in spec.HOSTS["codex"].events:
+        group: dict[str, Any] = {"matcher": event.matcher} if event.matcher else {}
+        group["hooks"] = [{"type": "command", "command": shlex.join(BARE), "timeout": event.timeout_s}]
+        hooks[event.name] = [group]
+        key = codex_toml.trust_key(path, event.name, 0, 0)
+        digest = codex_toml.trust_hash(event.name, group, group["hooks"][0])
+        trust.append(f"[hooks.state.{codex_toml.string(key)}]\ntrusted_hash = {codex_toml.string(digest)}\n")
+    (codex_home / "hooks.json").write_text(json.dumps({"hooks": hooks}, indent=2))
+    config = codex_home / "config.toml"
+    config.write_text(config.read_text() + "\n" + "\n".join(trust))
+
+
+def bench_codex(runs: int, work: Path, base_env: dict[str, str]) -> dict[str, list[float]]:
+    exe = clients.codex()
+    results: dict[str, list[float]] = {}
+    with ResponsesStub(default="ok") as stub:
+        for label in ("memvault", "bare"):
+            home = work / f"codex-{label}"
+            codex_home = home / ".codex"
+            codex_home.mkdir(parents=True)
+            (home / "project").mkdir()
+            (codex_home / "config.toml").write_text(clients.codex_config(stub.base_url))
+            env = {**base_env, "HOME": str(home), "CODEX_HOME": str(codex_home), "STUB_API_KEY": "x"}
+            if label == "memvault":
+                memvault("install", "--host", "codex", "--trust-hooks", env=env)
+                codex_run(exe, home, home / "project", env)  # unmeasured: starts the warm service
+            else:
+                codex_bare_hooks(codex_home)
+        for _ in range(runs):
+            for label in ("memvault", "bare"):
+                home = work / f"codex-{label}"
+                env = {**base_env, "HOME": str(home), "CODEX_HOME": str(home / ".codex"), "STUB_API_KEY": "x"}
+                for hook in codex_run(exe, home, home / "project", env):
+                    results.setdefault(f"{label}:{hook['event']}", []).append(hook["ms"])
+    return results
+
+
+# ---- Gemini CLI: --debug lines ----------------------------------------------------------------------
+
+GEMINI_LINE = re.compile(r"Hook execution for (\w+): .*?total duration: (\d+)ms")
+
+
+def gemini_settings(home: Path, command_for: dict[str, str] | None) -> None:
+    settings = clients.gemini_settings()
+    if command_for is not None:
+        settings["hooks"] = {e: [{"hooks": [{"type": "command", "name": f"bare-{e}", "command": c, "timeout": 5000}]}]
+                             for e, c in command_for.items()}  # fmt: skip
+    folder = home / ".gemini"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "settings.json").write_text(json.dumps(settings, indent=2))
+
+
+def bench_gemini(runs: int, work: Path, base_env: dict[str, str]) -> dict[str, list[float]]:
+    exe = clients.gemini()
+    results: dict[str, list[float]] = {}
+    with GeminiStub(default="ok") as stub:
+        envs = {}
+        for label in ("memvault", "bare"):
+            home = work / f"gemini-{label}"
+            (home / "project").mkdir(parents=True)
+            envs[label] = {**base_env, "HOME": str(home), "GEMINI_CLI_HOME": str(home), "GEMINI_API_KEY": "x",
+                           "GOOGLE_GEMINI_BASE_URL": stub.base_url, "GEMINI_CLI_TRUST_WORKSPACE": "true"}  # fmt: skip
+            if label == "memvault":
+                gemini_settings(home, None)
+                memvault("install", "--host", "gemini", env=envs[label])
+            else:
+                gemini_settings(home, {e: shlex.join(BARE) for e in ("SessionStart", "BeforeAgent", "AfterAgent",
+                                                                     "SessionEnd")})  # fmt: skip
+        cmd = [str(exe), "--debug", "-m", clients.GEMINI_MODEL, "-p", PROMPT]
+        subprocess.run(
+            cmd,
+            cwd=work / "gemini-memvault" / "project",
+            env=envs["memvault"],
+            capture_output=True,
+            timeout=300,
+            stdin=subprocess.DEVNULL,
+        )  # fmt: skip  (unmeasured warm-up)
+        for _ in range(runs):
+            for label in ("memvault", "bare"):
+                done = subprocess.run(cmd, cwd=work / f"gemini-{label}" / "project", env=envs[label], text=True,
+                                      capture_output=True, timeout=300, stdin=subprocess.DEVNULL)  # fmt: skip
+                for event, ms in GEMINI_LINE.findall(done.stdout + done.stderr):
+                    results.setdefault(f"{label}:{event}", []).append(float(ms))
+    return results
+
+
+def summary(results: dict[str, list[float]]) -> list[dict[str, Any]]:
+    rows = []
+    events = sorted({k.split(":", 1)[1] for k in results}, key=lambda e: min(
+        i for i, k in enumerate(results) if k.endswith(":" + e)))  # fmt: skip
+    for event in events:
+        ours, bare = results.get(f"memvault:{event}", []), results.get(f"bare:{event}", [])
+        if not ours:
+            continue
+        row = {"event": event, "n": len(ours), "p50_ms": statistics.median(ours), "max_ms": max(ours)}
+        if bare:
+            row.update(bare_p50_ms=statistics.median(bare), bare_max_ms=max(bare),
+                       ratio_p50=round(statistics.median(ours) / max(1.0, statistics.median(bare)), 2))  # fmt: skip
+        rows.append(row)
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--keyword-only", action="store_true", help="no warm embedding service (keyword recall)")
+    parser.add_argument("--clients", default="codex,gemini")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="memvault-bench-hosts-", dir=os.environ.get("MEMVAULT_BENCH_DIR")))
+    mv_home = work / "memvault-home"
+    shutil.copytree(REPO / "examples" / "vault", work / "vault")
+    mv_home.mkdir()
+    warm = "false" if args.keyword_only else "true"
+    (mv_home / "config.yaml").write_text(f"vault:\n  root: {work / 'vault'}\nembedding:\n  warm_service: {warm}\n")
+    base_env = clients.environment(work, mv_home)
+    memvault("reindex", env=base_env)
+    report: dict[str, Any] = {"runs": args.runs, "warm_service": not args.keyword_only}
+    try:
+        for name in args.clients.split(","):
+            bench = bench_codex if name == "codex" else bench_gemini
+            report[name] = summary(bench(args.runs, work, base_env))
+    finally:
+        subprocess.run([sys.executable, "-m", "memvault", "serve", "--stop"], env=base_env, capture_output=True)
+        shutil.rmtree(work, ignore_errors=True)
+    for name in args.clients.split(","):
+        print(f"{name}: hook durations reported by the client (ms), memvault vs `python -c pass`, {args.runs} runs")
+        for row in report[name]:
+            print(f"  {row['event']:<18} p50 {row['p50_ms']:7.0f}  max {row['max_ms']:7.0f}   bare p50 "
+                  f"{row.get('bare_p50_ms', float('nan')):6.0f}  max {row.get('bare_max_ms', float('nan')):6.0f}   "
+                  f"×{row.get('ratio_p50', float('nan'))}")  # fmt: skip
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

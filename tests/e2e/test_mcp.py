@@ -1,0 +1,63 @@
+"""`memvault mcp` driven by a real client: the model (scripted through the stub) saves a note through MCP in
+Codex CLI; the write is journalled and committed like any other, and Claude Code's hook recalls it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from memvault.cli import cli
+
+from ..conftest import git
+from . import clients, vaults
+from .stubs.openai_responses import ResponsesStub
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(autouse=True)
+def client_installed() -> None:
+    """Skip (one line saying why) before any set-up when the client cannot be had."""
+    clients.codex()
+
+
+BODY = "# Deploys go through the release train\nNever deploy billing on Fridays; use the Monday release train."
+
+
+def test_a_note_an_agent_saves_through_mcp_is_committed_and_recalled_in_claude_code(
+    tmp_path: Path, memvault_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    vault = vaults.make_vault(tmp_path, memvault_home)
+    git(vault, "init", "-q", "-b", "main")
+    git(vault, "add", "-A")
+    git(vault, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "initial")
+    home = tmp_path / "home"
+    codex_home = home / ".codex"
+    codex_home.mkdir(parents=True)
+    (tmp_path / "project").mkdir()
+    monkeypatch.setenv("CODEX_HOME", str(codex_home))
+    args = {"kind": "workflow", "slug": "release-train-fridays", "body": BODY, "tags": ["deploy"]}
+    script = [{"call": "save", "namespace": "mcp__memvault", "args": args}, "Saved it to your MemoryVault."]
+    with ResponsesStub(script) as stub:
+        (codex_home / "config.toml").write_text(clients.codex_config(stub.base_url), encoding="utf-8")
+        installed = CliRunner().invoke(cli, ["install", "--mcp", "codex", "--approve-tools"])
+        assert installed.exit_code == 0, installed.output
+        env = clients.environment(home, memvault_home, CODEX_HOME=str(codex_home), STUB_API_KEY="x")
+        cmd = [str(clients.codex()), "exec", "--skip-git-repo-check", "-c", "mcp_servers.memvault.required=true",
+               "Remember: never deploy billing on Fridays, we use the Monday release train."]  # fmt: skip
+        result = subprocess.run(cmd, cwd=tmp_path / "project", env=env, capture_output=True, text=True, timeout=180,
+                                stdin=subprocess.DEVNULL)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    output = next(i["output"] for i in stub.model_requests()[1]["input"] if i.get("type") == "function_call_output")
+    saved = "MemoryVault/personal-private/workflow/release-train-fridays.md"
+    assert f"saved {saved} (commit " in json.dumps(output)
+    note = (vault / saved).read_text(encoding="utf-8")
+    assert "source: mcp" in note and "Monday release train" in note
+    assert "Memvault-Op: save" in git(vault, "log", "-1", "--format=%B") and git(vault, "status", "--porcelain") == ""
+    assert [r["hook"] for r in vaults.host_log("mcp")] == ["mcp:save"]
+
+    assert saved in vaults.claude_recall("Can I deploy the billing fix on Friday afternoon?")
