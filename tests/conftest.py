@@ -91,6 +91,22 @@ def git_vault(vault_dir: Path):
     return open_vault(vault_dir)
 
 
+def configure(memvault_home: Path, text: str) -> None:
+    """Merge the YAML `text` into memvault's config.yaml, section by section (appending a section that is
+    already there would replace it, dropping its other keys)."""
+    import yaml
+
+    config = memvault_home / "config.yaml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    merged = (yaml.safe_load(config.read_text(encoding="utf-8")) if config.exists() else None) or {}
+    for section, values in (yaml.safe_load(text) or {}).items():
+        if isinstance(values, dict) and isinstance(merged.get(section), dict):
+            merged[section].update(values)
+        else:
+            merged[section] = values
+    config.write_text(yaml.safe_dump(merged, sort_keys=False), encoding="utf-8")
+
+
 def git(cwd: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
 

@@ -16,6 +16,7 @@ import pytest
 from memvault import runtime
 
 from .conftest import REPO
+from .test_hooks import KEYWORD_FLOOR
 
 LAUNCHER = REPO / "memvault" / "hooks" / "host_event.py"
 FIXTURES = REPO / "tests" / "fixtures" / "hosts"
@@ -38,7 +39,9 @@ def recorded(host: str, key: str, **changes: Any) -> dict[str, Any]:
 def hook_vault(vault_dir: Path, memvault_home: Path) -> Path:
     config = memvault_home / "config.yaml"
     config.parent.mkdir(parents=True, exist_ok=True)
-    config.write_text(f"vault:\n  root: {vault_dir}\nembedding:\n  warm_service: false\n", encoding="utf-8")
+    # Keyword-only here: the relevance floor is lowered as for the Claude Code hook tests (test_hooks.hook_vault).
+    text = f"vault:\n  root: {vault_dir}\nembedding:\n  warm_service: false\n{KEYWORD_FLOOR}"
+    config.write_text(text, encoding="utf-8")
     from memvault import open_vault
 
     open_vault(vault_dir).reindex(vectors="none")
