@@ -1,4 +1,8 @@
-"""`index-skills`: one `personal-skills/<name>.md` entry per installed Claude Code skill, kept in step with it."""
+"""`index-skills`: one `personal-skills/<name>.md` entry per installed Claude Code skill, kept in step with it.
+
+Just over 400 lines: finding skills (every scope, symlinks refused out of their folder), parsing one and
+writing its entry belong together, because each step's checks guard the next.
+"""
 
 from __future__ import annotations
 

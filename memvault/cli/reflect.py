@@ -1,4 +1,7 @@
-"""`memvault reflect`, `memvault review` and `memvault inbox`: reflection and its two queues from the terminal."""
+"""`memvault reflect`, `memvault review` and `memvault inbox`: reflection and its two queues from the terminal.
+
+Just over 400 lines: three commands that share the queue rendering and the reflection report.
+"""
 
 from __future__ import annotations
 

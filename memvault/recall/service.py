@@ -6,6 +6,9 @@ It listens on a Unix socket in the user's private runtime folder (loopback TCP o
 Every request carries the random token from the info file. One JSON line in, one JSON line out, per
 connection. It exits after `idle_minutes` without an embed request, on `stop`, SIGTERM or Ctrl-C, and
 then removes its socket and info file.
+
+Over 400 lines: the server's parts (turns of the one model, the socket and its token, the request ops,
+background catch-up, idle exit) share the loaded model and its lock, and are read as one life cycle.
 """
 
 from __future__ import annotations
