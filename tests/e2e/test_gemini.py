@@ -21,13 +21,7 @@ from memvault.cli import cli
 from . import clients, vaults
 from .stubs.gemini import GeminiStub
 
-pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture(autouse=True)
-def client_installed() -> None:
-    """Skip (one line saying why) before any set-up when the client cannot be had."""
-    clients.gemini()
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("gemini_bin")]  # skips before any set-up without the client
 
 
 class Gemini:

@@ -16,13 +16,7 @@ from ..conftest import git
 from . import clients, vaults
 from .stubs.openai_responses import ResponsesStub
 
-pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture(autouse=True)
-def client_installed() -> None:
-    """Skip (one line saying why) before any set-up when the client cannot be had."""
-    clients.codex()
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("codex_bin")]  # skips before any set-up without the client
 
 
 BODY = "# Deploys go through the release train\nNever deploy billing on Fridays; use the Monday release train."
