@@ -5,7 +5,7 @@
   indexed vault, a project folder and an Anthropic stub (`tests/e2e/claude.py`).
 - `codex_bin`, `gemini_bin`: the pinned Codex CLI and Gemini CLI (`clients.py`); their tests name them in
   `usefixtures`, so they skip before any set-up.
-- `claude_bin`, `stub`, `claude_home`: the same Claude Code's binary, a fresh `StubServer` per test logging
+- `claude_bin`, `stub`, `claude_home`: the same Claude Code's binary, a fresh `AnthropicStub` per test logging
   every request body to `<tmp>/requests.jsonl`, and a throwaway HOME with the process environment pointed
   at the stub, so any `claude` started by the test or by memvault in the test process talks to the stub only.
 
@@ -25,8 +25,6 @@ import pytest
 from tests.e2e import clients, npm
 from tests.e2e.claude import Client, Scenario, User, indexed_vault, offline_env
 from tests.e2e.stubs.anthropic import AnthropicStub
-
-from .stub import StubServer
 
 HERE = Path(__file__).resolve().parent
 TIMINGS = pytest.StashKey[list[str]]()  # lines for the run's summary: hook timings as the client reported them
@@ -121,13 +119,14 @@ def gemini_bin() -> Path:
 
 
 @pytest.fixture
-def stub(tmp_path: Path) -> Iterator[StubServer]:
-    with StubServer(log_path=tmp_path / "requests.jsonl") as server:
+def stub(tmp_path: Path) -> Iterator[AnthropicStub]:
+    """This test's own Anthropic stub, logging every request to `<tmp>/requests.jsonl`."""
+    with AnthropicStub(log_path=tmp_path / "requests.jsonl") as server:
         yield server
 
 
 @pytest.fixture
-def claude_home(tmp_path: Path, stub: StubServer, monkeypatch: pytest.MonkeyPatch) -> Path:
+def claude_home(tmp_path: Path, stub: AnthropicStub, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A throwaway HOME, with this process's environment pointed at the stub (for the `claude` memvault starts)."""
     home = tmp_path / "claude-home"
     for name, value in offline_env(home, stub).items():

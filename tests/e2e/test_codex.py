@@ -80,7 +80,7 @@ def test_a_codex_session_gets_what_a_claude_code_session_taught_by_hook_and_by_m
         result = codex.exec(vaults.CLAUDE_ASKED)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "I will use structlog." in result.stdout
-    first, second = stub.model_requests()
+    first, second = stub.bodies()
     injected = "\n".join(developer_texts(first))
     assert "<memoryvault-always-load" in injected and "Core dev flow" in injected  # SessionStart
     assert "<memoryvault-recall" in injected and taught in injected  # UserPromptSubmit: Claude's lesson

@@ -66,7 +66,7 @@ def test_a_gemini_session_gets_what_a_claude_code_session_taught_by_hook_and_by_
         result = gemini.run("-p", vaults.CLAUDE_ASKED)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "I will use structlog." in result.stdout
-    first, second = stub.model_requests()[:2]
+    first, second = stub.bodies()[:2]
     context = texts(first)
     assert "<memoryvault-always-load" in context and "Core dev flow" in context  # SessionStart
     assert "<memoryvault-recall" in context and taught in context  # BeforeAgent: Claude's lesson

@@ -46,7 +46,7 @@ def test_a_note_an_agent_saves_through_mcp_is_committed_and_recalled_in_claude_c
         result = subprocess.run(cmd, cwd=tmp_path / "project", env=env, capture_output=True, text=True, timeout=180,
                                 stdin=subprocess.DEVNULL)  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
-    output = next(i["output"] for i in stub.model_requests()[1]["input"] if i.get("type") == "function_call_output")
+    output = next(i["output"] for i in stub.bodies()[1]["input"] if i.get("type") == "function_call_output")
     saved = "MemoryVault/personal-private/workflow/release-train-fridays.md"
     assert f"saved {saved} (commit " in json.dumps(output)
     note = (vault / saved).read_text(encoding="utf-8")
