@@ -1,5 +1,8 @@
-"""`memvault mcp` driven by a real client: the model (scripted through the stub) saves a note through MCP in
-Codex CLI; the write is journalled and committed like any other, and Claude Code's hook recalls it."""
+"""`memvault mcp` driven by a real client: a note saved through MCP in Codex CLI, committed, recalled in Claude Code.
+
+The model (scripted through the stub) calls the `save` tool; the write is journalled and committed like
+any other, and Claude Code's prompt hook recalls it.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
-"""The memory side of the end-to-end tests: a vault the hooks use, Claude Code's hooks run as Claude Code runs
-them (by path, event JSON on stdin), and waiting for the background reflection a session end starts."""
+"""The memory side of the end-to-end tests with Codex CLI and Gemini CLI: a vault, Claude Code's hooks, reflection.
+
+A vault the hooks use, Claude Code's hooks run as Claude Code runs them (by path, event JSON on stdin),
+and waiting for the background reflection a session end starts.
+"""
 
 from __future__ import annotations
 
