@@ -57,8 +57,7 @@ def test_a_gemini_session_gets_what_a_claude_code_session_taught_by_hook_and_by_
     tmp_path: Path, memvault_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     vault = vaults.make_vault(tmp_path, memvault_home)
-    written = vaults.claude_session(tmp_path)
-    taught = next(p for p in written if "structlog" in vaults.note_text(vault, p))
+    taught = vaults.claude_session(tmp_path, vault)
     script = [{"text": "Checking your notes.", "call": "mcp_memvault_recall", "args": {"query": "logging"}},
               "I will use structlog."]  # fmt: skip
     with GeminiStub(script) as stub:
