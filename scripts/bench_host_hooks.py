@@ -31,7 +31,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tests.e2e import clients  # noqa: E402  (the cached npm installs and offline homes)
+from tests.e2e import clients, npm  # noqa: E402  (the offline homes, and the cached npm installs)
 from tests.e2e.stubs.gemini import GeminiStub  # noqa: E402
 from tests.e2e.stubs.openai_responses import ResponsesStub  # noqa: E402
 
@@ -135,7 +135,7 @@ def codex_bare_hooks(codex_home: Path) -> None:
 
 
 def bench_codex(runs: int, work: Path, base_env: dict[str, str]) -> dict[str, list[float]]:
-    exe = clients.codex()
+    exe = npm.install(npm.CODEX)
     results: dict[str, list[float]] = {}
     with ResponsesStub(default="ok") as stub:
         for label in ("memvault", "bare"):
@@ -175,7 +175,7 @@ def gemini_settings(home: Path, command_for: dict[str, str] | None) -> None:
 
 
 def bench_gemini(runs: int, work: Path, base_env: dict[str, str]) -> dict[str, list[float]]:
-    exe = clients.gemini()
+    exe = npm.install(npm.GEMINI_CLI)
     results: dict[str, list[float]] = {}
     with GeminiStub(default="ok") as stub:
         envs = {}

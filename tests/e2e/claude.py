@@ -1,12 +1,13 @@
-"""The real Claude Code client for the end-to-end tests: from npm (pinned, cached), run offline in a throwaway HOME.
+"""The real Claude Code client for the end-to-end tests: from npm (`npm.py`), run offline in a throwaway HOME.
 
-    client = install_client()                         # or raises Unavailable: npm cannot be reached
+    client = Client(npm.require(npm.CLAUDE_CODE))     # or the test skips: npm cannot be reached
     user = User(tmp / "user", client)                 # a throwaway HOME, ~/.claude.json seeded
     user.install_memvault("--vault", str(vault))      # ./install.sh --vault VAULT, as a user runs it
     with AnthropicStub() as stub:
         run = user.claude("-p", "hello", stub=stub, cwd=project).check()   # `claude -p hello` in `project`
 
 `Scenario` gives each test its own copy of an indexed vault (MEMVAULT_VAULT), project folder and stub.
+`offline_env` points any `claude` a test process starts (the Claude miner's) at a stub instead.
 
 Every run writes the client's debug log (`--debug-file`), where the client reports each hook's
 duration; `hook_runs()` reads it.
@@ -32,13 +33,9 @@ from typing import Any
 import platformdirs
 
 from tests.conftest import REPO
+from tests.e2e import npm
 from tests.e2e.stubs.anthropic import AnthropicStub
 
-PACKAGE = "@anthropic-ai/claude-code"
-# Pinned: releases from 2.1.2xx on declare Node >= 22, and on an older Node an unpinned `npm install` silently
-# picks an old release. The exact version installs with an EBADENGINE warning; its native binary (shipped in a
-# platform package) does not use Node at all.
-VERSION = "2.1.330"
 API_KEY = "sk-ant-api03-offline-e2e-dummy-key-0123456789abcdef"  # any string: the stub does not check it
 QUIET = {  # with these the client connects to nothing but ANTHROPIC_BASE_URL
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",  # telemetry, error reports, update checks, /api/hello
@@ -46,8 +43,9 @@ QUIET = {  # with these the client connects to nothing but ANTHROPIC_BASE_URL
     "DISABLE_TELEMETRY": "1",
     "DISABLE_AUTOUPDATER": "1",
     "DISABLE_ERROR_REPORTING": "1",
+    "DISABLE_BUG_COMMAND": "1",
+    "DISABLE_COST_WARNINGS": "1",
 }
-NETWORK_ERROR = re.compile(r"\b(ENOTFOUND|EAI_AGAIN|ETIMEDOUT|ECONNREFUSED|ECONNRESET|ENETUNREACH|EHOSTUNREACH)\b")
 # `… [DEBUG] Hooks: UserPromptSubmit [/venv/bin/python …/user_prompt_submit.py] finished with status 0 (91ms)`
 HOOK_LINE = re.compile(
     r"\[DEBUG\] Hooks: (?P<event>[A-Za-z]+)(?::(?P<match>\S+))? \[(?P<command>.*)\]"
@@ -56,66 +54,19 @@ HOOK_LINE = re.compile(
 )
 
 
-class Unavailable(Exception):
-    """The client cannot be installed because npm or its registry cannot be reached."""
-
-
-# ---- the client ---------------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class Client:
+    """The pinned client's native binary (its version was asserted when it was found)."""
+
     binary: Path
-    version: str
+    version: str = npm.CLAUDE_CODE.version
 
 
-def cache_folder() -> Path:
-    """Where the pinned client is kept between test runs: `MEMVAULT_E2E_CACHE`, else the user's cache folder."""
-    base = os.environ.get("MEMVAULT_E2E_CACHE") or platformdirs.user_cache_dir("memvault", appauthor=False)
-    return Path(base) / "e2e" / f"claude-code-{VERSION}"
-
-
-def install_client(timeout: float = 600) -> Client:
-    """The pinned client, from the cache or installed there with npm; its version is checked either way."""
-    folder = cache_folder()
-    if _binary(folder) is None:
-        npm = shutil.which("npm")
-        if npm is None:
-            raise Unavailable("npm is not installed")
-        staging = folder.with_name(f"{folder.name}.{os.getpid()}.partial")
-        shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir(parents=True)
-        command = [npm, "install", "--prefix", str(staging), "--no-audit", "--no-fund", f"{PACKAGE}@{VERSION}"]
-        try:
-            proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
-            raise Unavailable(f"`npm install {PACKAGE}@{VERSION}` did not finish within {timeout:g} s") from None
-        if proc.returncode != 0:
-            shutil.rmtree(staging, ignore_errors=True)
-            found = NETWORK_ERROR.search(proc.stderr)
-            if found:
-                raise Unavailable(f"the npm registry cannot be reached ({found.group(1)})")
-            raise RuntimeError(f"npm install {PACKAGE}@{VERSION} failed:\n{proc.stderr[-2000:]}")
-        try:
-            staging.rename(folder)  # whole or not at all: an interrupted install is never taken for a cached one
-        except OSError:  # another test run finished first
-            shutil.rmtree(staging, ignore_errors=True)
-    binary = _binary(folder)
-    if binary is None:
-        raise RuntimeError(f"{PACKAGE}@{VERSION} installed, but no native binary for this platform in {folder}")
-    out = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60)
-    version = out.stdout.split()[0] if out.stdout.split() else ""
-    if version != VERSION:
-        raise RuntimeError(f"{binary} --version says {out.stdout.strip()!r}, expected {VERSION}")
-    return Client(binary, version)
-
-
-def _binary(folder: Path) -> Path | None:
-    """The native binary from the platform package (it runs even when npm skipped the postinstall step)."""
-    modules = folder / "node_modules" / "@anthropic-ai"
-    name = "claude.exe" if sys.platform == "win32" else "claude"
-    found = sorted(modules.glob(f"claude-code-*/{name}"))
-    return found[0] if found and os.access(found[0], os.X_OK) else None
+def offline_env(home: Path, stub: AnthropicStub) -> dict[str, str]:
+    """Variables that make any `claude` use the stub with a dummy key and a throwaway HOME, and reach nothing else."""
+    home.mkdir(parents=True, exist_ok=True)
+    return {"HOME": str(home), "USERPROFILE": str(home), "ANTHROPIC_BASE_URL": stub.url, "ANTHROPIC_API_KEY": API_KEY,
+            **QUIET}  # fmt: skip
 
 
 # ---- a user of it --------------------------------------------------------------------------------------
@@ -189,7 +140,7 @@ class User:
         data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
         data.update(
             hasCompletedOnboarding=True,
-            lastOnboardingVersion=VERSION,
+            lastOnboardingVersion=self.client.version,
             theme="dark",
             customApiKeyResponses={"approved": [API_KEY[-20:]], "rejected": []},
             **extra,

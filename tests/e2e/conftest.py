@@ -1,14 +1,17 @@
-"""End-to-end tests with real clients: every test here is marked `e2e`; fixtures for the real Claude Code client.
+"""End-to-end tests with real clients: every test here is marked `e2e`; fixtures for the real clients.
 
 - `claude_code`, `memvault_user`, `vault_template`, `scenario`, `session_id`: the client from npm, one
   throwaway HOME with memvault installed by `./install.sh` for the whole run, and per test a copy of an
   indexed vault, a project folder and an Anthropic stub (`tests/e2e/claude.py`).
-- `claude_bin`, `stub`, `claude_home`: the pinned client (`claude_client.install`), a fresh `StubServer` per
-  test logging every request body to `<tmp>/requests.jsonl`, and a throwaway HOME with the process
-  environment pointed at the stub, so any `claude` started by the test or by memvault in the test process
-  talks to the stub only.
+- `codex_bin`, `gemini_bin`: the pinned Codex CLI and Gemini CLI (`clients.py`); their tests name them in
+  `usefixtures`, so they skip before any set-up.
+- `claude_bin`, `stub`, `claude_home`: the same Claude Code's binary, a fresh `AnthropicStub` per test logging
+  every request body to `<tmp>/requests.jsonl`, and a throwaway HOME with the process environment pointed
+  at the stub, so any `claude` started by the test or by memvault in the test process talks to the stub only.
 
-Every Claude Code test skips when npm or its registry cannot be reached, reported in one summary line.
+Every test of a client that cannot be had (no npm, its registry unreachable: `npm.require`) skips, and
+all of them are reported in one summary line; the run's summary ends with the hook durations Claude
+Code reported.
 """
 
 from __future__ import annotations
@@ -20,16 +23,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.e2e.claude import Client, Scenario, Unavailable, User, indexed_vault, install_client
+from tests.e2e import clients, npm
+from tests.e2e.claude import Client, Scenario, User, indexed_vault, offline_env
 from tests.e2e.stubs.anthropic import AnthropicStub
-
-from . import claude_client
-from .stub import StubServer
 
 HERE = Path(__file__).resolve().parent
 TIMINGS = pytest.StashKey[list[str]]()  # lines for the run's summary: hook timings as the client reported them
-NO_CLIENT = "Claude Code end-to-end tests need npm:"
-E2E_PROMPT_BUDGET_MS = 3000
+E2E_PROMPT_BUDGET_MS = 3000  # see memvault_user: what reaches the model is under test here, not latency
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -40,13 +40,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[pytest.TestReport]:
-    """Every Claude Code test skipped for want of npm is reported at one place, so the summary has one line."""
+    """Every test skipped for want of a client is reported at one place (`npm.require`), so the summary has one line.
+
+    pytest reports a skip raised in a fixture at each test's own location; the same place and reason fold them.
+    """
     report: pytest.TestReport = yield
     reason = report.longrepr[2] if report.skipped and isinstance(report.longrepr, tuple) else ""
-    if reason.startswith(f"Skipped: {NO_CLIENT}") or reason.startswith(NO_CLIENT):
-        source = Path(__file__).read_text(encoding="utf-8").splitlines()
-        line = next(n for n, text in enumerate(source, 1) if text.startswith("def claude_code"))
-        report.longrepr = (str(Path(__file__)), line, reason)
+    if reason.startswith(f"Skipped: {npm.NO_CLIENT}") or reason.startswith(npm.NO_CLIENT):
+        report.longrepr = (npm.__file__, npm.require.__code__.co_firstlineno, reason)
     return report
 
 
@@ -61,10 +62,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
 @pytest.fixture(scope="session")
 def claude_code() -> Client:
     """The pinned Claude Code from npm (cached between runs); every Claude Code test skips, in one line, without npm."""
-    try:
-        return install_client()
-    except Unavailable as why:
-        pytest.skip(f"{NO_CLIENT} {why}")
+    return Client(npm.require(npm.CLAUDE_CODE))
 
 
 @pytest.fixture(scope="session")
@@ -112,23 +110,35 @@ def session_id() -> str:
 
 
 @pytest.fixture(scope="session")
-def claude_bin() -> Path:
-    try:
-        return claude_client.install()
-    except claude_client.Unavailable as exc:
-        pytest.skip(f"{NO_CLIENT} {exc}")
+def claude_bin(claude_code: Client) -> Path:
+    """The pinned client's binary, for settings that name the `claude` command."""
+    return claude_code.binary
+
+
+@pytest.fixture(scope="session")
+def codex_bin() -> Path:
+    """The pinned Codex CLI from npm; a test that uses it skips (in the one summary line) without npm."""
+    return clients.codex()
+
+
+@pytest.fixture(scope="session")
+def gemini_bin() -> Path:
+    """The pinned Gemini CLI from npm; a test that uses it skips (in the one summary line) without npm."""
+    return clients.gemini()
 
 
 @pytest.fixture
-def stub(tmp_path: Path) -> Iterator[StubServer]:
-    with StubServer(log_path=tmp_path / "requests.jsonl") as server:
+def stub(tmp_path: Path) -> Iterator[AnthropicStub]:
+    """This test's own Anthropic stub, logging every request to `<tmp>/requests.jsonl`."""
+    with AnthropicStub(log_path=tmp_path / "requests.jsonl") as server:
         yield server
 
 
 @pytest.fixture
-def claude_home(tmp_path: Path, stub: StubServer, monkeypatch: pytest.MonkeyPatch) -> Path:
+def claude_home(tmp_path: Path, stub: AnthropicStub, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A throwaway HOME, with this process's environment pointed at the stub (for the `claude` memvault starts)."""
     home = tmp_path / "claude-home"
-    for name, value in claude_client.offline_env(home, stub.url).items():
+    for name, value in offline_env(home, stub).items():
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)  # the client's own folder is HOME/.claude here
     return home

@@ -25,7 +25,7 @@ from memvault.reflect.mine import claude
 from memvault.reflect.transcript import Turn
 from memvault.vault.core import Vault
 
-from .stub import StubServer
+from .stubs.anthropic import AnthropicStub
 
 SESSION = "5d1c0e2a-8f3b-4c1e-9a7d-000000000019"
 MODEL = "claude-haiku-4-5-20251001"
@@ -85,16 +85,16 @@ ANSWER = {"candidates": [{
 
 
 def test_one_window_one_call_no_tools_no_hooks_no_transcript_and_the_capture_saved(
-    tmp_path: Path, claude_bin: Path, claude_home: Path, stub: StubServer, vault: Vault, memvault_home: Path
+    tmp_path: Path, claude_bin: Path, claude_home: Path, stub: AnthropicStub, vault: Vault, memvault_home: Path
 ) -> None:
     configure(memvault_home, claude_bin)
     vault = open_vault(vault.root)
     hook_log = tmp_path / "hooks-ran.log"
     hook_settings(claude_home, hook_log)
-    stub.push_json(ANSWER)
+    stub.reply({"json": ANSWER})
     report = runner.reflect_transcript(vault, write_session(tmp_path / "s.jsonl", SAID), final=True)
 
-    (body,) = stub.message_bodies()
+    (body,) = stub.bodies()
     assert body["model"] == MODEL and body.get("tools", []) == []
     system = json.dumps(body["system"])
     assert "You extract long-term memory for a coding agent" in system
@@ -110,11 +110,11 @@ def test_one_window_one_call_no_tools_no_hooks_no_transcript_and_the_capture_sav
     assert "rule: llm:correction" in text
 
     again = runner.reflect_transcript(vault, tmp_path / "s.jsonl", final=True)
-    assert again.written == [] and len(stub.message_bodies()) == 1  # nothing new: no second call
+    assert again.written == [] and len(stub.bodies()) == 1  # nothing new: no second call
 
 
 def test_a_long_session_is_mined_in_windows_and_their_candidates_merged(
-    tmp_path: Path, claude_bin: Path, claude_home: Path, stub: StubServer
+    tmp_path: Path, claude_bin: Path, claude_home: Path, stub: AnthropicStub
 ) -> None:
     filler = " ".join(["the webhook sender retries with exponential backoff"] * 40)
     turns = [Turn("user" if n % 2 else "assistant", f"{n}: {filler}", n, f"u{n}", None, False) for n in range(1, 41)]
@@ -126,9 +126,9 @@ def test_a_long_session_is_mined_in_windows_and_their_candidates_merged(
     rule = {"category": "preference", "title": "Run the linter before committing", "quote": "always run the linter",
             "body": "", "evidence": ["L21"], "confidence": "high", "rule": "from-now-on"}  # fmt: skip
     for w in windows:  # every window that holds L21 reports it; the others report nothing
-        stub.push_json({"candidates": [rule] if 21 in w.lines else []})
+        stub.reply({"json": {"candidates": [rule] if 21 in w.lines else []}})
     cands, ran = miner.run(turns, settings)
-    bodies = stub.message_bodies()
+    bodies = stub.bodies()
     assert len(bodies) == ran.calls == ran.windows == len(windows)
     for n, (w, body) in enumerate(zip(windows, bodies, strict=True), 1):
         assert f"part {n} of {len(windows)}" in json.dumps(body["messages"][0])
@@ -138,14 +138,14 @@ def test_a_long_session_is_mined_in_windows_and_their_candidates_merged(
 
 
 def test_the_daily_cap_keeps_a_session_offline_without_calling(
-    tmp_path: Path, claude_bin: Path, claude_home: Path, stub: StubServer
+    tmp_path: Path, claude_bin: Path, claude_home: Path, stub: AnthropicStub
 ) -> None:
     turns = [Turn("user", "never commit generated files", 1, "u1", None, False)]
     settings = ReflectionSettings(miner="auto", claude_command=str(claude_bin), claude_calls_per_day=1)
     miner.count_call()
     cands, ran = miner.run(turns, settings)
     assert ran.miner == "offline" and "daily cap of 1 Claude calls" in ran.reason and ran.calls == 0
-    assert stub.message_bodies() == [] and [c.title for c in cands] == ["Never commit generated files"]
+    assert stub.bodies() == [] and [c.title for c in cands] == ["Never commit generated files"]
 
 
 @pytest.mark.parametrize(
@@ -157,10 +157,10 @@ def test_the_daily_cap_keeps_a_session_offline_without_calling(
     ],
 )
 def test_a_malformed_answer_falls_back_to_the_offline_miner(
-    tmp_path: Path, claude_bin: Path, claude_home: Path, stub: StubServer, reply: dict[str, Any], why: str
+    tmp_path: Path, claude_bin: Path, claude_home: Path, stub: AnthropicStub, reply: dict[str, Any], why: str
 ) -> None:
     turns = [Turn(r, t, n, f"u{n}", None, False) for n, (r, t) in enumerate(SAID, 1)]
-    stub.push(reply)
+    stub.reply(reply)
     settings = ReflectionSettings(miner="claude", claude_command=str(claude_bin), claude_model=MODEL)
     cands, ran = miner.run(turns, settings)
     assert ran.miner == "offline" and "the Claude miner failed" in ran.reason and why in ran.reason
@@ -168,10 +168,10 @@ def test_a_malformed_answer_falls_back_to_the_offline_miner(
 
 
 def test_a_late_answer_is_cut_off_and_falls_back(
-    tmp_path: Path, claude_bin: Path, claude_home: Path, stub: StubServer
+    tmp_path: Path, claude_bin: Path, claude_home: Path, stub: AnthropicStub
 ) -> None:
     turns = [Turn(r, t, n, f"u{n}", None, False) for n, (r, t) in enumerate(SAID, 1)]
-    stub.push({"json": ANSWER, "delay": 30})
+    stub.reply({"json": ANSWER, "delay": 30})
     settings = ReflectionSettings(miner="claude", claude_command=str(claude_bin), claude_timeout_s=4)
     started = time.monotonic()
     cands, ran = miner.run(turns, settings)
@@ -180,27 +180,27 @@ def test_a_late_answer_is_cut_off_and_falls_back(
     assert cands == miner.mine(turns)
 
 
-def test_auto_uses_claude_when_it_answers(claude_bin: Path, claude_home: Path, stub: StubServer) -> None:
+def test_auto_uses_claude_when_it_answers(claude_bin: Path, claude_home: Path, stub: AnthropicStub) -> None:
     name, why = miner.choose(ReflectionSettings(miner="auto", claude_command=str(claude_bin)))
     assert name == "claude" and "answers" in why
-    assert stub.message_bodies() == []  # finding out costs nothing: `claude --version` only
+    assert stub.bodies() == []  # finding out costs nothing: `claude --version` only
 
 
 def test_only_final_passes_call_claude(
-    tmp_path: Path, claude_bin: Path, claude_home: Path, stub: StubServer, vault: Vault, memvault_home: Path
+    tmp_path: Path, claude_bin: Path, claude_home: Path, stub: AnthropicStub, vault: Vault, memvault_home: Path
 ) -> None:
     configure(memvault_home, claude_bin, miner="auto")
     vault = open_vault(vault.root)
     session = write_session(tmp_path / "s.jsonl", SAID)
     stop = runner.reflect_transcript(vault, session)  # a Stop hook's pass
-    assert stop.deferred and stop.written == [] and stub.message_bodies() == []
-    stub.push_json(ANSWER)
+    assert stop.deferred and stop.written == [] and stub.bodies() == []
+    stub.reply({"json": ANSWER})
     end = runner.reflect_transcript(vault, session, final=True)  # SessionEnd
-    assert end.miner == "claude" and len(end.written) == 1 and len(stub.message_bodies()) == 1
+    assert end.miner == "claude" and len(end.written) == 1 and len(stub.bodies()) == 1
 
 
 def test_show_prompt_prints_what_would_be_sent_and_sends_nothing(
-    tmp_path: Path, claude_bin: Path, claude_home: Path, stub: StubServer, vault: Vault, memvault_home: Path
+    tmp_path: Path, claude_bin: Path, claude_home: Path, stub: AnthropicStub, vault: Vault, memvault_home: Path
 ) -> None:
     configure(memvault_home, claude_bin)
     session = write_session(tmp_path / "s.jsonl", SAID)
@@ -211,7 +211,7 @@ def test_show_prompt_prints_what_would_be_sent_and_sends_nothing(
     assert "--tools ''" in result.output and f"--model {MODEL}" in result.output
     assert "You extract long-term memory" in result.output
     assert "L3 [user]: no, that's the wrong tool" in result.output and "call 1 of 1" in result.output
-    assert stub.message_bodies() == []
+    assert stub.bodies() == []
     as_json = CliRunner().invoke(
         cli, ["--vault", str(vault.root), "reflect", "--session", str(session), "--dry-run", "--show-prompt", "--json"]
     )

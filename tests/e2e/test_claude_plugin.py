@@ -63,7 +63,7 @@ def test_the_plugin_installs_its_dependencies_in_the_background_then_recalls(
 
         # The vault is recorded through the plugin's skill; `memvault` is the plugin's bin/memvault.
         stub.reply(
-            {"tool_use": {"name": "Bash", "input": {"command": f"memvault init {vault}", "description": "init"}}},
+            {"call": "Bash", "args": {"command": f"memvault init {vault}", "description": "init"}},
             {"text": "Your vault is recorded."},
         )
         claude("-p", f"/memvault:memvault init {vault}")

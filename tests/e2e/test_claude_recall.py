@@ -81,7 +81,7 @@ def test_the_skill_runs_memvault_recall_and_its_own_entry_is_never_recalled(
 ) -> None:
     command = f"{scenario.user.memvault} recall flaky tests --json"  # what the skill tells the model to run
     scenario.stub.reply(
-        {"tool_use": {"name": "Bash", "input": {"command": command, "description": "recall"}}},
+        {"call": "Bash", "args": {"command": command, "description": "recall"}},
         {"text": "Your vault has a workflow for bisecting flaky tests."},
     )
     run = scenario.claude("-p", "/memvault recall flaky tests", "--session-id", session_id).check()

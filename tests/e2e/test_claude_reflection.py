@@ -49,15 +49,15 @@ def test_a_fix_found_through_real_bash_calls_is_captured_for_review(scenario: Sc
     rerun = "PYTHONPATH=src python3 -c \"import invoice_states; print('import ok')\""
 
     def bash(command: str, description: str) -> dict[str, object]:
-        return {"name": "Bash", "input": {"command": command, "description": description}}
+        return {"call": "Bash", "args": {"command": command, "description": description}}
 
     scenario.stub.reply(
-        {"tool_use": bash(failing, "try the import")},
+        bash(failing, "try the import"),
         {
             "text": "The import fails because invoice_states is missing: the module has to live in src/.",
-            "tool_use": bash(change, "add the module"),
+            **bash(change, "add the module"),
         },
-        {"text": "Now the same import with PYTHONPATH=src.", "tool_use": bash(rerun, "import again")},
+        {"text": "Now the same import with PYTHONPATH=src.", **bash(rerun, "import again")},
         {"text": "The import works now with PYTHONPATH=src."},
     )
     prompt = "The billing job crashes on import invoice_states. Please fix it."

@@ -19,13 +19,7 @@ from memvault.cli import cli
 from . import clients, vaults
 from .stubs.openai_responses import ResponsesStub
 
-pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture(autouse=True)
-def client_installed() -> None:
-    """Skip (one line saying why) before any set-up when the client cannot be had."""
-    clients.codex()
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("codex_bin")]  # skips before any set-up without the client
 
 
 class Codex:
@@ -75,8 +69,7 @@ def test_a_codex_session_gets_what_a_claude_code_session_taught_by_hook_and_by_m
     tmp_path: Path, memvault_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     vault = vaults.make_vault(tmp_path, memvault_home)
-    written = vaults.claude_session(tmp_path)
-    taught = next(p for p in written if "structlog" in vaults.note_text(vault, p))
+    taught = vaults.claude_session(tmp_path, vault)
     script = [
         {"text": "Checking your notes.", "call": "recall", "namespace": "mcp__memvault", "args": {"query": "logging"}},
         "I will use structlog.",
@@ -86,7 +79,7 @@ def test_a_codex_session_gets_what_a_claude_code_session_taught_by_hook_and_by_m
         result = codex.exec(vaults.CLAUDE_ASKED)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "I will use structlog." in result.stdout
-    first, second = stub.model_requests()
+    first, second = stub.bodies()
     injected = "\n".join(developer_texts(first))
     assert "<memoryvault-always-load" in injected and "Core dev flow" in injected  # SessionStart
     assert "<memoryvault-recall" in injected and taught in injected  # UserPromptSubmit: Claude's lesson

@@ -21,13 +21,7 @@ from memvault.cli import cli
 from . import clients, vaults
 from .stubs.gemini import GeminiStub
 
-pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture(autouse=True)
-def client_installed() -> None:
-    """Skip (one line saying why) before any set-up when the client cannot be had."""
-    clients.gemini()
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("gemini_bin")]  # skips before any set-up without the client
 
 
 class Gemini:
@@ -63,8 +57,7 @@ def test_a_gemini_session_gets_what_a_claude_code_session_taught_by_hook_and_by_
     tmp_path: Path, memvault_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     vault = vaults.make_vault(tmp_path, memvault_home)
-    written = vaults.claude_session(tmp_path)
-    taught = next(p for p in written if "structlog" in vaults.note_text(vault, p))
+    taught = vaults.claude_session(tmp_path, vault)
     script = [{"text": "Checking your notes.", "call": "mcp_memvault_recall", "args": {"query": "logging"}},
               "I will use structlog."]  # fmt: skip
     with GeminiStub(script) as stub:
@@ -72,7 +65,7 @@ def test_a_gemini_session_gets_what_a_claude_code_session_taught_by_hook_and_by_
         result = gemini.run("-p", vaults.CLAUDE_ASKED)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "I will use structlog." in result.stdout
-    first, second = stub.model_requests()[:2]
+    first, second = stub.bodies()[:2]
     context = texts(first)
     assert "<memoryvault-always-load" in context and "Core dev flow" in context  # SessionStart
     assert "<memoryvault-recall" in context and taught in context  # BeforeAgent: Claude's lesson

@@ -1,5 +1,8 @@
-"""`memvault mcp` driven by a real client: the model (scripted through the stub) saves a note through MCP in
-Codex CLI; the write is journalled and committed like any other, and Claude Code's hook recalls it."""
+"""`memvault mcp` driven by a real client: a note saved through MCP in Codex CLI, committed, recalled in Claude Code.
+
+The model (scripted through the stub) calls the `save` tool; the write is journalled and committed like
+any other, and Claude Code's prompt hook recalls it.
+"""
 
 from __future__ import annotations
 
@@ -16,13 +19,7 @@ from ..conftest import git
 from . import clients, vaults
 from .stubs.openai_responses import ResponsesStub
 
-pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture(autouse=True)
-def client_installed() -> None:
-    """Skip (one line saying why) before any set-up when the client cannot be had."""
-    clients.codex()
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("codex_bin")]  # skips before any set-up without the client
 
 
 BODY = "# Deploys go through the release train\nNever deploy billing on Fridays; use the Monday release train."
@@ -52,7 +49,7 @@ def test_a_note_an_agent_saves_through_mcp_is_committed_and_recalled_in_claude_c
         result = subprocess.run(cmd, cwd=tmp_path / "project", env=env, capture_output=True, text=True, timeout=180,
                                 stdin=subprocess.DEVNULL)  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
-    output = next(i["output"] for i in stub.model_requests()[1]["input"] if i.get("type") == "function_call_output")
+    output = next(i["output"] for i in stub.bodies()[1]["input"] if i.get("type") == "function_call_output")
     saved = "MemoryVault/personal-private/workflow/release-train-fridays.md"
     assert f"saved {saved} (commit " in json.dumps(output)
     note = (vault / saved).read_text(encoding="utf-8")

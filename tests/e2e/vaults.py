@@ -1,5 +1,8 @@
-"""The memory side of the end-to-end tests: a vault the hooks use, Claude Code's hooks run as Claude Code runs
-them (by path, event JSON on stdin), and waiting for the background reflection a session end starts."""
+"""The memory side of the end-to-end tests with Codex CLI and Gemini CLI: a vault, Claude Code's hooks, reflection.
+
+A vault the hooks use, Claude Code's hooks run as Claude Code runs them (by path, event JSON on stdin),
+and waiting for the background reflection a session end starts.
+"""
 
 from __future__ import annotations
 
@@ -64,16 +67,18 @@ def claude_transcript(path: Path, session: str, said: str) -> Path:
     return path
 
 
-def claude_session(folder: Path, session: str = "claude-session-1") -> list[str]:
-    """A whole Claude Code session through its hooks: start, the user's statement, the end; returns what
-    the session-end reflection wrote to the vault."""
+def claude_session(folder: Path, vault: Path, session: str = "claude-session-1") -> str:
+    """A whole Claude Code session through its hooks: start, the user's statement (CLAUDE_SAID), the end.
+
+    Returns the note the session-end reflection wrote to `vault` with what the user said (structlog).
+    """
     transcript = claude_transcript(folder / f"{session}.jsonl", session, CLAUDE_SAID)
     base = {"session_id": session, "transcript_path": str(transcript), "cwd": str(folder)}
     assert (
         claude_hook("session_start", {**base, "hook_event_name": "SessionStart", "source": "startup"}).returncode == 0
     )
     assert claude_hook("session_end", {**base, "hook_event_name": "SessionEnd", "reason": "exit"}).returncode == 0
-    return reflected(session)
+    return next(p for p in reflected(session) if "structlog" in note_text(vault, p))
 
 
 def reflected(session: str, timeout: float = 90.0) -> list[str]:

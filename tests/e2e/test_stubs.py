@@ -1,9 +1,10 @@
-"""The Anthropic Messages API stub on its own (no client needed): replies, streaming, rules, logging."""
+"""The model-API stubs on their own (no client needed): replies, streaming, rules, errors, delays, logging."""
 
 from __future__ import annotations
 
 import http.client
 import json
+import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -11,6 +12,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from tests.e2e.stubs.anthropic import AnthropicStub
+from tests.e2e.stubs.gemini import GeminiStub
+from tests.e2e.stubs.openai_responses import ResponsesStub
 
 
 def call(url: str, body: dict[str, Any] | None = None) -> tuple[int, str, str]:
@@ -45,7 +48,7 @@ def events(raw: str) -> list[tuple[str, dict[str, Any]]]:
 
 def test_plain_and_streamed_replies_in_order_with_every_request_logged(tmp_path: Path) -> None:
     with AnthropicStub(log_path=tmp_path / "requests.jsonl") as stub:
-        stub.reply({"text": "hello"}, {"text": "calling", "tool_use": {"name": "Bash", "input": {"command": "ls"}}})
+        stub.reply({"text": "hello"}, {"text": "calling", "call": "Bash", "args": {"command": "ls"}})
         kind, raw = post(
             f"{stub.url}/v1/messages?beta=true", {"model": "m", "messages": [{"role": "user", "content": "q"}]}
         )
@@ -93,3 +96,60 @@ def test_token_count_models_and_unknown_routes() -> None:
         assert json.loads(call(f"{stub.url}/v1/models")[2])["data"]
         assert call(f"{stub.url}/v1/other")[0] == 404
         assert [r["path"] for r in stub.requests] == ["/v1/messages/count_tokens", "/v1/models", "/v1/other"]
+
+
+def test_errors_delays_several_calls_and_computed_replies() -> None:
+    with AnthropicStub() as stub:
+        stub.reply(
+            {"error": {"status": 529, "type": "overloaded_error", "message": "busy"}},
+            {"text": "late", "delay": 0.5},
+            {"calls": [{"call": "Read", "args": {"file_path": "a"}}, {"call": "Read", "args": {"file_path": "b"}}]},
+            lambda body: f"you asked for {body['model']}",
+        )
+        ask = {"model": "opus", "messages": []}
+        status, _, raw = call(f"{stub.url}/v1/messages", ask)
+        error = json.loads(raw)
+        assert status == 529 and error == {"type": "error", "error": {"type": "overloaded_error", "message": "busy"}}
+        started = time.monotonic()
+        late = json.loads(post(f"{stub.url}/v1/messages", ask)[1])
+        assert late["content"][0]["text"] == "late" and time.monotonic() - started >= 0.5
+        both = json.loads(post(f"{stub.url}/v1/messages", ask)[1])
+        assert [(b["type"], b["input"]) for b in both["content"]] == [("tool_use", {"file_path": p}) for p in "ab"]
+        computed = json.loads(post(f"{stub.url}/v1/messages", ask)[1])
+        assert computed["content"][0]["text"] == "you asked for opus"
+        assert [r["reply_source"] for r in stub.requests] == ["queue"] * 4 and len(stub.bodies()) == 4
+
+
+def test_the_codex_and_gemini_stubs_take_the_same_replies_and_keep_helper_requests_out_of_the_turns() -> None:
+    reply = {"json": {"candidates": []}, "call": "save", "args": {"slug": "x"}, "namespace": "mcp__memvault"}
+    with ResponsesStub([reply]) as stub:
+        title = {"text": {"format": {"type": "json_schema", "schema": {}}}, "input": []}
+        [titled] = responses_output(post(f"{stub.base_url}/responses", title)[1])
+        assert json.loads(titled["content"][0]["text"]) == {"title": "title"}  # answered beside the script
+        message, function_call = responses_output(post(f"{stub.base_url}/responses", {"input": [], "tools": [{}]})[1])
+        assert json.loads(message["content"][0]["text"]) == {"candidates": []}
+        assert (function_call["name"], function_call["namespace"]) == ("save", "mcp__memvault")
+        assert json.loads(function_call["arguments"]) == {"slug": "x"}
+        assert [r["reply_source"] for r in stub.requests] == ["helper", "queue"] and len(stub.bodies()) == 1
+
+    with GeminiStub([reply]) as stub:
+        schema = {"type": "object", "properties": {"model": {"enum": ["flash"]}}}
+        model = f"{stub.base_url}/v1beta/models/{stub.model}"
+        routed = json.loads(post(f"{model}:generateContent", {"generationConfig": {"responseJsonSchema": schema}})[1])
+        assert json.loads(gemini_parts(routed)[0]["text"]) == {"model": "flash"}  # answered from the schema
+        kind, raw = post(f"{model}:streamGenerateContent?alt=sse", {"contents": []})
+        parts = gemini_parts(json.loads(raw.removeprefix("data: ")))
+        assert kind == "text/event-stream" and json.loads(parts[0]["text"]) == {"candidates": []}
+        assert parts[1] == {"functionCall": {"name": "save", "args": {"slug": "x"}}}
+        assert call(f"{model}:nothing", {})[0] == 404
+        assert [r.get("reply_source") for r in stub.requests] == ["helper", "queue", None] and len(stub.bodies()) == 1
+
+
+def responses_output(raw: str) -> list[dict[str, Any]]:
+    """The output items of a streamed Responses answer (from its `response.completed` event)."""
+    [completed] = [data for name, data in events(raw) if name == "response.completed"]
+    return list(completed["response"]["output"])
+
+
+def gemini_parts(answer: dict[str, Any]) -> list[dict[str, Any]]:
+    return list(answer["candidates"][0]["content"]["parts"])
