@@ -69,8 +69,13 @@ def test_the_plugin_installs_its_dependencies_in_the_background_then_recalls(
         claude("-p", f"/memvault:memvault init {vault}")
         [result] = tool_results(stub.bodies()[-1])
         assert not result.get("is_error"), result
-        config = yaml.safe_load((user.home / ".config" / "memvault" / "config.yaml").read_text(encoding="utf-8"))
+        config_file = user.home / ".config" / "memvault" / "config.yaml"
+        config = yaml.safe_load(config_file.read_text(encoding="utf-8"))
         assert config["vault"]["root"] == str(vault)
+        # The plugin's first sessions may recall keyword-only (its embedding service still loading on a busy
+        # machine): a patient budget, and the keyword floor of the hook tests, keep this test about the route.
+        config["recall"] = {"prompt_budget_ms": 3000, "min_coverage": 0.3}
+        config_file.write_text(yaml.safe_dump(config), encoding="utf-8")
 
         stub.reply({"text": "Bisect it."})
         claude("-p", FLAKY)

@@ -34,8 +34,12 @@ def make_vault(root: Path, memvault_home: Path) -> Path:
     vault = root / "vault"
     shutil.copytree(EXAMPLE_VAULT, vault)
     memvault_home.mkdir(parents=True, exist_ok=True)
+    # Keyword-only, so the relevance floor's keyword threshold is lowered as in the hook tests
+    # (tests/test_hooks.py KEYWORD_FLOOR): these tests are about what crosses between hosts; the floor has its own.
     (memvault_home / "config.yaml").write_text(
-        f"vault:\n  root: {vault}\nembedding:\n  warm_service: false\nreflection:\n  miner: offline\n", encoding="utf-8"
+        f"vault:\n  root: {vault}\nembedding:\n  warm_service: false\nreflection:\n  miner: offline\n"
+        "recall:\n  min_coverage: 0.3\n",
+        encoding="utf-8",
     )
     open_vault(vault).reindex(vectors="none")
     return vault
