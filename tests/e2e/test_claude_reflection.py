@@ -14,9 +14,14 @@ LATER = "Which library should the new HTTP calls in this repo use?"
 
 
 def written(scenario: Scenario, session: str) -> list[str]:
-    """What the session's reflection wrote (vault-relative paths), once a final reflection has run."""
-    jobs = [r for r in scenario.records(session, "job:reflect") if r.get("result") == "success"]
-    return [path for r in jobs for path in r.get("written") or []] if len(jobs) >= 2 else []
+    """What the session's reflection wrote (vault-relative paths), once both passes are done.
+
+    Stop and SessionEnd each start one; when they overlap, the incremental one gives way to the final one
+    (logged as skipped), so two records, at least one a success, mean the final pass has run.
+    """
+    jobs = scenario.records(session, "job:reflect")
+    done = [r for r in jobs if r.get("result") == "success"]
+    return [path for r in done for path in r.get("written") or []] if len(jobs) >= 2 and done else []
 
 
 def note_meta(vault: Path, rel: str) -> dict[str, object]:

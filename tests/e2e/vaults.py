@@ -34,11 +34,12 @@ def make_vault(root: Path, memvault_home: Path) -> Path:
     vault = root / "vault"
     shutil.copytree(EXAMPLE_VAULT, vault)
     memvault_home.mkdir(parents=True, exist_ok=True)
-    # Keyword-only, so the relevance floor's keyword threshold is lowered as in the hook tests
-    # (tests/test_hooks.py KEYWORD_FLOOR): these tests are about what crosses between hosts; the floor has its own.
+    # Keyword-only (no embedding service here), so the relevance floor is off: these tests are about what
+    # crosses between hosts, and a paraphrased question shares few words with its note (the floor, with
+    # vectors and without, has its own tests in tests/test_relevance.py and tests/test_hooks.py).
     (memvault_home / "config.yaml").write_text(
         f"vault:\n  root: {vault}\nembedding:\n  warm_service: false\nreflection:\n  miner: offline\n"
-        "recall:\n  min_coverage: 0.3\n",
+        "recall:\n  min_relevance: 0\n",
         encoding="utf-8",
     )
     open_vault(vault).reindex(vectors="none")
