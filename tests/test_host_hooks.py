@@ -16,7 +16,9 @@ import pytest
 from memvault import runtime
 
 from .conftest import REPO
-from .test_hooks import KEYWORD_FLOOR
+from .test_hooks import hook_vault  # the example vault, keyword-only, its keyword floor lowered
+
+__all__ = ["hook_vault"]
 
 LAUNCHER = REPO / "memvault" / "hooks" / "host_event.py"
 FIXTURES = REPO / "tests" / "fixtures" / "hosts"
@@ -33,19 +35,6 @@ def run(host: str, event: str, stdin: str | dict[str, Any]) -> subprocess.Comple
 
 def recorded(host: str, key: str, **changes: Any) -> dict[str, Any]:
     return {**STDIN[host][key], **changes}
-
-
-@pytest.fixture
-def hook_vault(vault_dir: Path, memvault_home: Path) -> Path:
-    config = memvault_home / "config.yaml"
-    config.parent.mkdir(parents=True, exist_ok=True)
-    # Keyword-only here: the relevance floor is lowered as for the Claude Code hook tests (test_hooks.hook_vault).
-    text = f"vault:\n  root: {vault_dir}\nembedding:\n  warm_service: false\n{KEYWORD_FLOOR}"
-    config.write_text(text, encoding="utf-8")
-    from memvault import open_vault
-
-    open_vault(vault_dir).reindex(vectors="none")
-    return vault_dir
 
 
 def answer(result: subprocess.CompletedProcess[str], event: str) -> tuple[str, dict[str, Any]]:
