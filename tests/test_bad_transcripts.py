@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from memvault import health, open_vault, runtime
 from memvault.cli import cli
-from memvault.reflect import jsonl, runner, transcript
+from memvault.reflect import jsonl, readers, runner, transcript
 from memvault.reflect import state as reflect_state
 
 from . import transcripts
@@ -55,6 +55,16 @@ def test_a_line_nested_thousands_deep_is_skipped_by_reason(tmp_path: Path) -> No
     path = transcripts.write(tmp_path / "s.jsonl", "s", raw=[DEEP])
     read = transcript.read(path)
     assert read.skipped == {"too_deep": 1} and read.parsed == 4
+
+
+def test_a_first_line_nested_thousands_deep_is_read_by_the_claude_code_reader(tmp_path: Path) -> None:
+    """The reader is chosen by the first line; a hostile one must not stop the choice (RecursionError)."""
+    path = tmp_path / "s.jsonl"
+    deep = b'{"type":"user","message":' + b"[" * 5000 + b"]" * 5000 + b"}\n"
+    path.write_bytes(deep + transcripts.write(tmp_path / "good.jsonl", "s").read_bytes())
+    assert readers.reader_for(path) is transcript.read
+    read = readers.read(path)
+    assert read.skipped.get("too_deep") == 1 and read.parsed == 4
 
 
 def test_a_byte_order_mark_does_not_drop_the_first_line(tmp_path: Path) -> None:

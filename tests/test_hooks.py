@@ -412,7 +412,9 @@ def test_prompt_recall_is_hybrid_with_the_service_and_keeps_the_budget_when_it_h
         unrelated = run_hook("user_prompt_submit", payload("UserPromptSubmit", prompt="What is the capital of France?"))
         assert unrelated.returncode == 0 and unrelated.stdout == ""  # the example: nothing injected
         record = log_records("UserPromptSubmit")[-1]
-        assert record["mode"] in ("hybrid", "vector") and record["injected"] == [] and len(record["dropped"]) == 5
+        # Vector-only when no word of the prompt is in the vault; the top k (and the room kept for what the
+        # session already has) are all dropped.
+        assert record["mode"] in ("hybrid", "vector") and record["injected"] == [] and len(record["dropped"]) >= 5
         assert "nothing passed the relevance floor (best: cosine" in record["reason"]
 
         pid = client.read_info()["pid"]

@@ -76,8 +76,8 @@ def gemini_transcript(payload: dict[str, Any]) -> str | None:
             continue
         try:
             with open(path, encoding="utf-8") as handle:
-                header = json.loads(handle.readline() or "{}")
-        except (OSError, ValueError):
+                header = json.loads(handle.readline(1024 * 1024) or "{}")
+        except (OSError, ValueError, RecursionError):  # a chat file is the host's, read as untrusted
             continue
         if isinstance(header, dict) and header.get("sessionId") == session:
             return str(path)

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 
-from . import codex_rollout, gemini_chat, transcript
+from . import codex_rollout, gemini_chat, jsonl, transcript
 from .jsonl import Cursor
 from .transcript import Transcript
 
@@ -17,8 +16,8 @@ def reader_for(path: Path) -> Reader:
     """The reader for `path` (Claude Code's when the first line says nothing else, or cannot be read)."""
     try:
         with open(path, "rb") as handle:
-            first = json.loads(handle.readline(16 * 1024 * 1024).decode("utf-8", errors="replace") or "{}")
-    except (OSError, ValueError):
+            first = jsonl.loads(handle.readline(16 * 1024 * 1024) or b"{}")  # never raises for what it reads
+    except OSError:
         return transcript.read
     if isinstance(first, dict):
         if gemini_chat.looks_like(first):
