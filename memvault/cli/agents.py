@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -127,25 +128,31 @@ def install_mcp(client: str, approve: bool | None, dry_run: bool, as_json: bool)
             hosts_install.load_manifest(hosts_install.MCP_CLIENTS[client]()) is not None,
         )
     plan = hosts_install.plan_mcp(client, approve=approve)
-    if not dry_run and plan.changed:
-        hosts_install.apply(plan)
-    _show(plan, dry_run, as_json, installing=True)
-    return {**plan.as_dict(), "dry_run": dry_run}
+    return _carry_out(plan, hosts_install.apply, dry_run, as_json, installing=True)
 
 
 def uninstall_host(host: str, dry_run: bool, as_json: bool) -> dict[str, Any]:
     plan = hosts_uninstall.plan_uninstall_hooks(host)
-    if not dry_run and plan.changed:
-        hosts_uninstall.apply_uninstall(plan)
-    _show(plan, dry_run, as_json, installing=False)
-    return {**plan.as_dict(), "dry_run": dry_run}
+    return _carry_out(plan, hosts_uninstall.apply_uninstall, dry_run, as_json, installing=False)
 
 
 def uninstall_mcp(client: str, dry_run: bool, as_json: bool) -> dict[str, Any]:
     plan = hosts_uninstall.plan_uninstall_mcp(client)
+    return _carry_out(plan, hosts_uninstall.apply_uninstall, dry_run, as_json, installing=False)
+
+
+def _carry_out(
+    plan: hosts_install.Plan,
+    apply: Callable[[hosts_install.Plan], Any],
+    dry_run: bool,
+    as_json: bool,
+    *,
+    installing: bool,
+) -> dict[str, Any]:
+    """Apply `plan` (unless a dry run or nothing changes), show it, and return it as the command's JSON."""
     if not dry_run and plan.changed:
-        hosts_uninstall.apply_uninstall(plan)
-    _show(plan, dry_run, as_json, installing=False)
+        apply(plan)
+    _show(plan, dry_run, as_json, installing=installing)
     return {**plan.as_dict(), "dry_run": dry_run}
 
 
