@@ -136,16 +136,20 @@ def markers(state: str) -> list[Path]:
     return sorted(folder.glob(f"session-*.{state}")) if folder.is_dir() else []
 
 
+def injected_file(session_id: str) -> Path:
+    return sessions_dir() / f"{session_name(session_id)}.injected.json"
+
+
 def injected(session_id: str) -> dict[str, list[str]]:
     """What this session has already been given: {"always": [...], "recalled": [...]} (vault-relative paths)."""
-    data = read_json(sessions_dir() / f"{session_name(session_id)}.injected.json")
+    data = read_json(injected_file(session_id))
     if not isinstance(data, dict):
         return {"always": [], "recalled": []}
     return {k: [p for p in data.get(k, []) if isinstance(p, str)] for k in ("always", "recalled")}
 
 
 def save_injected(session_id: str, data: dict[str, list[str]]) -> None:
-    write_json(sessions_dir() / f"{session_name(session_id)}.injected.json", data)
+    write_json(injected_file(session_id), data)
 
 
 # ---- warnings shown at SessionStart and by `health` ------------------------------------------
@@ -185,6 +189,11 @@ def log_dir() -> Path:
 
 def log_event(record: dict[str, Any], *, max_bytes: int = LOG_MAX_BYTES) -> None:
     """Append one line to today's log; a single write of a whole line, so concurrent hooks never interleave."""
+    append_line(log_file(max_bytes), json.dumps({"ts": now_iso(), **record}, ensure_ascii=False, default=str))
+
+
+def log_file(max_bytes: int = LOG_MAX_BYTES) -> Path:
+    """Today's log file, its folder made; a file past `max_bytes` is first moved aside (`hooks-<day>.<n>.jsonl`)."""
     folder = paths.ensure_private_dir(log_dir())
     path = folder / f"hooks-{time.strftime('%Y%m%d')}.jsonl"
     with contextlib.suppress(OSError):
@@ -193,10 +202,14 @@ def log_event(record: dict[str, Any], *, max_bytes: int = LOG_MAX_BYTES) -> None
             while path.with_name(f"{path.stem}.{n}.jsonl").exists():
                 n += 1
             os.replace(path, path.with_name(f"{path.stem}.{n}.jsonl"))
-    line = json.dumps({"ts": now_iso(), **record}, ensure_ascii=False, default=str) + "\n"
+    return path
+
+
+def append_line(path: Path | str, line: str) -> None:
+    """One whole line in one write (O_APPEND), user-only; a stray surrogate never costs the line."""
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
-        os.write(fd, line.encode("utf-8", "replace"))  # a stray surrogate never costs the line
+        os.write(fd, (line + "\n").encode("utf-8", "replace"))
     finally:
         os.close(fd)
 

@@ -147,6 +147,29 @@ def test_hooks_never_import_click_rich_yaml_or_the_model(hook_vault: Path) -> No
         assert result.stderr.strip().splitlines()[-1] == "[]", (name, result.stderr)
 
 
+@pytest.mark.parametrize("own", ["home", "xdg"])
+def test_the_prompt_hooks_short_way_finds_the_service_where_paths_puts_it(
+    own: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memvault import paths
+    from memvault.hooks import fast
+
+    if own == "xdg":
+        if not sys.platform.startswith("linux"):
+            pytest.skip("XDG_RUNTIME_DIR is read on Linux only")
+        monkeypatch.delenv("MEMVAULT_HOME", raising=False)
+        runtime_root = tmp_path / "xdg"
+        runtime_root.mkdir(mode=0o700)
+        monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime_root))
+    else:
+        monkeypatch.setenv("MEMVAULT_HOME", str(tmp_path / "home"))
+    assert fast.runtime_folder() is None  # not made yet: the full hook runs (and paths makes it)
+    made = paths.runtime_dir()
+    assert fast.runtime_folder() == str(made)
+    os.chmod(made, 0o755)  # noqa: S103 - open to others, as an attacker would leave it: never used
+    assert fast.runtime_folder() is None
+
+
 def test_no_module_beside_the_launchers_shadows_the_standard_library() -> None:
     """A hook process runs a launcher by path, so `memvault/hooks/` is first on its sys.path."""
     names = {p.stem for p in HOOKS.glob("*.py")} | {p.name for p in HOOKS.iterdir() if p.is_dir()}
@@ -408,6 +431,32 @@ def test_prompt_recall_is_hybrid_with_the_service_and_keeps_the_budget_when_it_h
         why = {k: record.get(k) for k in ("reason", "duration_ms", "mode")}
         assert record["mode"] == "hybrid" and record["vec_hits"] > 0 and record["result"] == "success", why
         assert record["injected"][0]["why"].startswith("cosine") and record["recall_ms"] > 0
+        assert record["served"] is True and "not_served" not in record, why  # the service ran the event
+        assert runtime.injected("sess-1")["recalled"] == [h["path"] for h in record["injected"]]  # written here
+
+        # Handed over, the hook process loads none of the hook, recall or platform-path code.
+        probe = (
+            "import runpy, sys\n"
+            "try:\n    runpy.run_path(sys.argv[1], run_name='__main__')\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('memvault', 'platformdirs'))), file=sys.stderr)\n"
+        )
+        handed = subprocess.run(
+            [sys.executable, "-c", probe, str(HOOKS / "user_prompt_submit.py")],
+            input=json.dumps(payload("UserPromptSubmit", session="s-probe", prompt=FLAKY)),
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert "bisecting-flaky-tests.md" in context_of(handed, "UserPromptSubmit")
+        loaded = handed.stderr.strip().splitlines()[-1]
+        assert loaded == "['memvault', 'memvault.hooks', 'memvault.hooks.fast', 'memvault.proctime']", loaded
+
+        # Another environment (here one more AGENT_TOOLKIT_ variable) could mean another config: the hook runs itself.
+        other = run_hook(
+            "user_prompt_submit", payload("UserPromptSubmit", session="s-env", prompt=FLAKY), AGENT_TOOLKIT_X="1"
+        )
+        assert "bisecting-flaky-tests.md" in context_of(other, "UserPromptSubmit")
+        record = log_records("UserPromptSubmit")[-1]
+        assert record["mode"] == "hybrid" and "served" not in record
+        assert record["not_served"] == "the service said: the hook runs in another environment than the service"
 
         unrelated = run_hook("user_prompt_submit", payload("UserPromptSubmit", prompt="What is the capital of France?"))
         assert unrelated.returncode == 0 and unrelated.stdout == ""  # the issue's example: nothing injected
@@ -429,6 +478,7 @@ def test_prompt_recall_is_hybrid_with_the_service_and_keeps_the_budget_when_it_h
         record = log_records("UserPromptSubmit")[-1]
         assert record["result"] == "partial" and record["mode"] == "keyword"
         assert record["reason"] == "the embedding service did not answer in time (keyword-only)"
+        assert record["not_served"] == "the service did not answer in time"  # the short way was tried first
         assert record["duration_ms"] < budget + 300, record  # the budget, with slack for a loaded CI machine
         assert wall < 5, wall  # no hang, whatever the machine
     finally:

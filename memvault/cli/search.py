@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import subprocess
 import sys
 import time
 from contextlib import nullcontext
@@ -200,7 +201,7 @@ def serve(action: str | None, idle_minutes: float | None, as_json: bool) -> None
     token on Windows). The hooks start it on demand and it exits after being idle, so you rarely
     need this command. Without options it runs in the foreground until Ctrl-C.
     """
-    from memvault.recall import client, service
+    from memvault.recall import client
 
     settings = config_mod.load().embedding
     idle = idle_minutes or settings.service_idle_minutes
@@ -226,7 +227,12 @@ def serve(action: str | None, idle_minutes: float | None, as_json: bool) -> None
             raise MemvaultError(f"the service did not start; see {client.log_file()}", code="service")
         print_json(info) if as_json else out.print(f"running: pid {info.get('pid')}, model {info.get('model')}")
         return
-    sys.exit(service.serve(settings.model, idle))
+    # The same entry point as the background start (it adds the prompt hook's op), in the foreground.
+    command = [sys.executable, "-m", client.ENTRY, "--model", settings.model, "--idle-minutes", str(idle)]
+    try:
+        sys.exit(subprocess.call(command))
+    except KeyboardInterrupt:  # the service got Ctrl-C as well and stops by itself
+        sys.exit(130)
 
 
 @cli.command()

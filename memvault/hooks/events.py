@@ -15,6 +15,7 @@ import re
 import sys
 import time
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from pathlib import Path
 
 from memvault import paths, proctime, runtime
@@ -31,6 +32,7 @@ proctime.started()  # where the OS cannot say when the process started, its time
 # 100 ms on 20k notes) would run past the budget even with the query vector back in time (after a config edit).
 VECTOR_MIN_SHARE = 0.6
 FALLBACK_MS = 90  # kept back from the service's share of the budget for a keyword-only recall here (imports + FTS)
+MAX_PAYLOAD = 8 * 1024 * 1024  # bytes of the event JSON read from stdin
 PROMPT_CHARS = 160  # how much of a prompt the log keeps (secrets redacted) for `memvault inspect`
 # The recall settings passed to recall as they are: the fusion, and the relevance floor.
 RECALL_KEYS = ("fusion", "vector_weight", "keyword_weight", "min_relevance", "coverage_weight", "min_coverage")
@@ -47,22 +49,23 @@ class NoVault(Skip):
     """No usable vault: logged, and also shown to the user at SessionStart."""
 
 
-def main(event: str, stdin: TextIO | None = None, stdout: TextIO | None = None, *, host: str | None = None) -> int:
+def main(
+    event: str,
+    stdin: TextIO | None = None,
+    stdout: TextIO | None = None,
+    *,
+    host: str | None = None,
+    not_served: str | None = None,
+) -> int:
     """Run one hook event; always returns 0 (the host treats anything else as a hook error).
 
-    `host` names the agent when it is not Claude Code (set by `hooks.adapters`); the log line carries it.
+    `host` names the agent when it is not Claude Code (set by `hooks.adapters`); the log line carries it, as it
+    carries `not_served`: why the warm service did not run this event for the hook (`hooks.fast`).
     """
     started, from_process_start = proctime.started()
-    record: dict[str, Any] = {"hook": event, "result": "success", **({"host": host} if host else {})}
-    output: Output | None = None
-    try:
-        payload = read_payload(stdin or sys.stdin)
-        record["session"] = payload.get("session_id") if isinstance(payload.get("session_id"), str) else None
-        output = _run(event, payload, record)
-    except Skip as why:
-        record.update(result="skipped", reason=str(why))
-    except Exception as exc:  # a hook never hurts the session: log it and carry on
-        record.update(result="error", reason=f"{type(exc).__name__}: {exc}"[:500])
+    output, record = respond(event, read_payload(stdin or sys.stdin), host=host)
+    if not_served:
+        record["not_served"] = not_served
     if output is not None:
         try:
             (stdout or sys.stdout).write(json.dumps(output) + "\n")  # ASCII: safe on any console code page
@@ -77,6 +80,38 @@ def main(event: str, stdin: TextIO | None = None, stdout: TextIO | None = None, 
     return 0
 
 
+def respond(event: str, payload: dict[str, Any], *, host: str | None = None) -> tuple[Output | None, dict[str, Any]]:
+    """The event's output (None: print nothing) and its log record, without the duration; never raises."""
+    record: dict[str, Any] = {"hook": event, "result": "success", **({"host": host} if host else {})}
+    output: Output | None = None
+    try:
+        record["session"] = payload.get("session_id") if isinstance(payload.get("session_id"), str) else None
+        output = _run(event, payload, record)
+    except Skip as why:
+        record.update(result="skipped", reason=str(why))
+    except Exception as exc:  # a hook never hurts the session: log it and carry on
+        record.update(result="error", reason=f"{type(exc).__name__}: {exc}"[:500])
+    return output, record
+
+
+class Served:
+    """Set while the warm service runs an event for a hook process (`hooks.served`).
+
+    It carries the hook process's start (its budget counts from there), the service's own recall, and
+    the files the hook process writes once the answer has reached it (`writes`: path, text), so an
+    answer that comes too late to be used has changed nothing.
+    """
+
+    __slots__ = ("recall", "started", "writes")
+
+    def __init__(self, started: float, recall: Callable[[str, str, dict[str, Any]], dict[str, Any] | None]) -> None:
+        self.started, self.recall = started, recall
+        self.writes: list[tuple[str, str]] = []
+
+
+SERVED: ContextVar[Served | None] = ContextVar("memvault_served", default=None)
+
+
 def read_payload(stream: TextIO) -> dict[str, Any]:
     """The event JSON; empty, broken or non-object input gives {} (the hook then does what it can).
 
@@ -85,9 +120,17 @@ def read_payload(stream: TextIO) -> dict[str, Any]:
     """
     try:
         raw = getattr(stream, "buffer", None)
-        text = raw.read(8 * 1024 * 1024).decode("utf-8", "replace") if raw is not None else stream.read(8 * 1024 * 1024)
+        text = raw.read(MAX_PAYLOAD).decode("utf-8", "replace") if raw is not None else stream.read(MAX_PAYLOAD)
+    except (ValueError, OSError, UnicodeDecodeError):
+        return {}
+    return parse_payload(text)
+
+
+def parse_payload(text: str) -> dict[str, Any]:
+    """The event JSON as read by `read_payload`; {} for anything but a JSON object."""
+    try:
         data = json.loads(text or "{}")
-    except (ValueError, OSError, UnicodeDecodeError, RecursionError):
+    except (ValueError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}
 
@@ -232,12 +275,22 @@ def user_prompt_submit(payload: dict[str, Any], settings: dict[str, Any], record
     )
     if not kept:
         return None
-    runtime.save_injected(session, {**seen, "recalled": seen["recalled"] + [h["path"] for h in kept]})
+    _save_injected(session, {**seen, "recalled": seen["recalled"] + [h["path"] for h in kept]})
     names = inject.titles([h["title"] for h in kept])
     return {
         "hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": context},
         "systemMessage": f"Loaded {plural(len(kept), 'relevant entry')}: {names}",
     }
+
+
+def _save_injected(session: str, data: dict[str, list[str]]) -> None:
+    served = SERVED.get()
+    if served is None:
+        runtime.save_injected(session, data)
+    else:  # the hook process writes it, once it has the answer
+        file = runtime.injected_file(session)
+        paths.ensure_private_dir(file.parent)
+        served.writes.append((str(file), json.dumps(data)))
 
 
 def _logged(hit: Mapping[str, Any]) -> dict[str, Any]:
@@ -258,7 +311,9 @@ def _recall(root: Path, folder: str, prompt: str, settings: dict[str, Any], extr
     from memvault.recall import client
 
     recall = settings["recall"]
-    budget_ms = recall["prompt_budget_ms"] - (time.monotonic() - proctime.started()[0]) * 1000  # from process start
+    served = SERVED.get()
+    started = served.started if served else proctime.started()[0]
+    budget_ms = recall["prompt_budget_ms"] - (time.monotonic() - started) * 1000  # from the hook process's start
     options: dict[str, Any] = {
         "k": recall["k"] + extra,
         **{key: recall[key] for key in RECALL_KEYS},
@@ -268,13 +323,15 @@ def _recall(root: Path, folder: str, prompt: str, settings: dict[str, Any], extr
         reason = "the budget was spent before recall (keyword-only)"
     else:
         wait_ms = budget_ms - FALLBACK_MS  # what a keyword-only fallback here would need, kept in reserve
-        served = (
-            client.recall(str(index_file), prompt, {**options, "budget_ms": wait_ms - 20}, timeout=wait_ms / 1000)
-            if index_file.exists()
-            else None
-        )
-        if served is not None:
-            return served
+        asked = {**options, "budget_ms": wait_ms - 20}
+        if not index_file.exists():
+            answer = None
+        elif served is not None:  # in the service: its own recall, no socket
+            answer = served.recall(str(index_file), prompt, asked)
+        else:
+            answer = client.recall(str(index_file), prompt, asked, timeout=wait_ms / 1000)
+        if answer is not None:
+            return answer
         late = client.read_info() is not None  # only on the way to the fallback: say why it is keyword-only
         reason = f"the embedding service {'did not answer in time' if late else 'is not running'} (keyword-only)"
     from memvault.recall import scan

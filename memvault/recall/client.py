@@ -28,6 +28,8 @@ LOG_NAME = "service.log"
 MAX_TEXTS = 256  # per request; longer lists are sent as several requests
 MAX_REPLY = 32 * 1024 * 1024
 LOOPBACK = "127.0.0.1"
+# What runs the service: the recall layer's service with the prompt hook's op added (a module path, not an import).
+ENTRY = "memvault.hooks.served"
 
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING (mypy reads it so) without importing typing at run time
@@ -240,9 +242,7 @@ def start(model: str = "default", idle_minutes: float = 30) -> bool:
     if not _lock_free():
         return False
     log = log_file()
-    procs.spawn(
-        [sys.executable, "-m", "memvault.recall.service", "--model", model, "--idle-minutes", str(idle_minutes)], log
-    )
+    procs.spawn([sys.executable, "-m", ENTRY, "--model", model, "--idle-minutes", str(idle_minutes)], log)
     return True
 
 

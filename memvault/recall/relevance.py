@@ -78,20 +78,20 @@ class Terms(NamedTuple):
     weights: list[float]
 
 
-def terms(index: Index, words: list[str]) -> Terms:
+def terms(index: Index, words: list[str], found: list[int] | None = None) -> Terms:
     """IDF weights of the prompt's words: a word in every chunk says little, one the vault never uses says a lot.
 
     A word the vault does not contain keeps the highest weight, so a prompt about something else
-    covers little of itself in any chunk.
+    covers little of itself in any chunk. `found`: how many chunks contain each word, when already counted.
     """
     total = int(index.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]) or 1
     queries, weights = [], []
     sql = "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?"
-    for word in words:
+    for i, word in enumerate(words):
         match = chunking.fts_query([word]) or ""
-        found = int(index.conn.execute(sql, (match,)).fetchone()[0])
+        count = found[i] if found is not None else int(index.conn.execute(sql, (match,)).fetchone()[0])
         queries.append(match)
-        weights.append(math.log(1 + (total - found + 0.5) / (found + 0.5)))
+        weights.append(math.log(1 + (total - count + 0.5) / (count + 0.5)))
     return Terms(queries, weights)
 
 

@@ -1,6 +1,7 @@
 """The warm embedding service: one per user, keeps the model loaded and answers query-vector requests locally.
 
-Run as `python -m memvault.recall.service [--model M] [--idle-minutes N]` (`client.start()` does this detached).
+Run as `memvault serve` (`client.start()` does this detached; that command adds the prompt hook's op, see
+`memvault.hooks.served`), or bare as `python -m memvault.recall.service [--model M] [--idle-minutes N]`.
 It listens on a Unix socket in the user's private runtime folder (loopback TCP on Windows, or with
 `MEMVAULT_SERVICE_TRANSPORT=tcp`), only once the model is loaded, so a connectable socket means "ready".
 Every request carries the random token from the info file. One JSON line in, one JSON line out, per
@@ -26,7 +27,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -115,11 +116,30 @@ def _read_line(conn: socket.socket) -> bytes:
     return b"".join(chunks)
 
 
+Tell = Callable[[dict[str, Any]], None]
+
+
+class Call:
+    """One request to an op the service's caller added: the request, the service's own recall, and `tell`."""
+
+    def __init__(self, server: Server, request: dict[str, Any], tell: Tell) -> None:
+        self.request, self.tell, self._server = request, tell, server
+
+    def recall(self, index: str, query: str, options: dict[str, Any]) -> dict[str, Any] | None:
+        """`Result.as_dict()` from the service's recall (its model, its in-memory vectors); None when it failed."""
+        reply = self._server.recall(index, query, options)
+        return dict(reply["result"]) if reply.get("ok") is True else None
+
+
+Op = Callable[[Call], dict[str, Any]]
+
+
 class Server:
     """A bound, listening service around a loaded embedder; `run()` answers requests until it is told to exit."""
 
-    def __init__(self, embedder: Any, runtime: Path, idle_minutes: float) -> None:
+    def __init__(self, embedder: Any, runtime: Path, idle_minutes: float, ops: Mapping[str, Op] | None = None) -> None:
         self.embedder = embedder
+        self.ops = dict(ops or {})  # ops added by the caller (`serve(ops=…)`), beside the built-in ones
         self.idle_minutes = max(float(idle_minutes), 0.0)
         self.idle_seconds = self.idle_minutes * 60
         self.token = secrets.token_hex(16)
@@ -232,8 +252,8 @@ class Server:
                 except _TooLarge:
                     reply: dict[str, Any] = _error(f"request larger than {MAX_REQUEST} bytes")
                 else:
-                    reply, after = self.handle(request)
-                conn.sendall(json.dumps(reply).encode("utf-8") + b"\n")
+                    reply, after = self.handle(request, lambda line: conn.sendall(_line(line)))
+                conn.sendall(_line(reply))
         except OSError:
             pass  # the client went away or was too slow; nothing to answer
         except Exception as exc:  # a bad request must never take the service down
@@ -245,8 +265,11 @@ class Server:
 
     # --- requests -------------------------------------------------------------------------------
 
-    def handle(self, raw: bytes) -> tuple[dict[str, Any], str | None]:
-        """The reply to one request line, and the exit reason when the request asks the service to stop."""
+    def handle(self, raw: bytes, tell: Tell | None = None) -> tuple[dict[str, Any], str | None]:
+        """The reply to one request line, and the exit reason when the request asks the service to stop.
+
+        `tell` sends a line before the reply (an added op may use it to say how long the reply will take).
+        """
         try:
             request = json.loads(raw)
         except ValueError:
@@ -268,6 +291,12 @@ class Server:
             return self._catch_up(request), None
         if op == "stop":
             return {"ok": True}, "stop request"
+        if isinstance(op, str) and op in self.ops:
+            try:
+                return self.ops[op](Call(self, request, tell or (lambda line: None))), None
+            except Exception as exc:  # reported to the client, the service keeps serving
+                log(f"{op} failed: {type(exc).__name__}: {exc}")
+                return _error(f"{op} failed: {type(exc).__name__}"), None
         return _error(f"unknown op {op!r}"), None
 
     def _embed(self, texts: Any) -> dict[str, Any]:
@@ -289,15 +318,19 @@ class Server:
 
         The hook then needs neither the index layer's imports nor a second round trip for the vector.
         """
-        from . import search as rc
-
         index, query, options = request.get("index"), request.get("query"), request.get("options")
         if not (isinstance(index, str) and index.endswith(".sqlite3") and isinstance(query, str)):
             return _error("recall needs index (an .sqlite3 file) and query")
+        return self.recall(index, query, options if isinstance(options, dict) else {})
+
+    def recall(self, index: str, query: str, options: dict[str, Any]) -> dict[str, Any]:
+        """The recall op's reply: `{"ok": true, "result": Result.as_dict()}`, or an error."""
+        from . import search as rc
+
         try:
             from . import vecmem
 
-            wanted = rc.options_from(options if isinstance(options, dict) else {})
+            wanted = rc.options_from(options)
             self.vectors = self.vectors or vecmem.VectorCache()
             nearest = self.vectors.nearest_for(Path(index))  # None until its in-memory copy is fresh
             result = rc.recall_file(Path(index), query, wanted, self._query_vector, nearest)
@@ -404,14 +437,21 @@ class _Vectors:
         return self.server.encode(texts)
 
 
+def _line(reply: dict[str, Any]) -> bytes:
+    return json.dumps(reply).encode("utf-8") + b"\n"
+
+
 def _error(message: str) -> dict[str, Any]:
     return {"ok": False, "error": message}
 
 
-def serve(model: str = "default", idle_minutes: float = 30, *, embedder: Any = None) -> int:
+def serve(
+    model: str = "default", idle_minutes: float = 30, *, embedder: Any = None, ops: Mapping[str, Op] | None = None
+) -> int:
     """Run the service in this process until it exits; the exit code (0 also when another one is running).
 
-    `embedder` (an already loaded `embed.Embedder`) skips loading the model, for in-process use.
+    `embedder` (an already loaded `embed.Embedder`) skips loading the model, for in-process use. `ops`
+    adds request ops by name (`memvault serve` adds the prompt hook's).
     """
     try:
         runtime = paths.runtime_dir()
@@ -425,12 +465,12 @@ def serve(model: str = "default", idle_minutes: float = 30, *, embedder: Any = N
         log("already running (or starting); not starting another")
         return 0
     try:
-        return _serve_locked(model, idle_minutes, embedder, runtime)
+        return _serve_locked(model, idle_minutes, embedder, runtime, ops)
     finally:
         lock.release()
 
 
-def _serve_locked(model: str, idle_minutes: float, embedder: Any, runtime: Path) -> int:
+def _serve_locked(model: str, idle_minutes: float, embedder: Any, runtime: Path, ops: Mapping[str, Op] | None) -> int:
     started = time.monotonic()
     if embedder is None:
         try:
@@ -443,7 +483,7 @@ def _serve_locked(model: str, idle_minutes: float, embedder: Any, runtime: Path)
 
     embedder.encode(["warm up"], threads=THREADS)
     try:
-        server = Server(embedder, runtime, idle_minutes)
+        server = Server(embedder, runtime, idle_minutes, ops)
     except OSError as exc:
         log(f"cannot listen: {exc}")
         return 1
@@ -470,15 +510,14 @@ def _serve_locked(model: str, idle_minutes: float, embedder: Any, runtime: Path)
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m memvault.recall.service", description="The warm embedding service."
-    )
+def main(argv: list[str] | None = None, *, ops: Mapping[str, Op] | None = None) -> int:
+    """The service's command line; `ops` as for `serve()`."""
+    parser = argparse.ArgumentParser(prog="memvault serve", description="The warm embedding service.")
     parser.add_argument("--model", default=embed.DEFAULT, help="embedding model spec (default: the packaged one)")
     parser.add_argument("--idle-minutes", type=float, default=30.0, help="exit after this long without requests")
     args = parser.parse_args(argv)
     try:
-        return serve(args.model, args.idle_minutes)
+        return serve(args.model, args.idle_minutes, ops=ops)
     except KeyboardInterrupt:  # while the model was loading
         return 130
 

@@ -1,0 +1,174 @@
+"""The prompt hook's short way: hand the event to the warm service, which runs it beside its model and index.
+
+A prompt hook is a fresh Python process, and before this module it spent more time importing (pathlib,
+platformdirs, the hook and socket code) than recalling. This module loads only json, `_socket` and
+`memvault.proctime` beyond what Python starts with. It sends the event to the service's `prompt_hook`
+op (`hooks.served`), which runs `events.respond` as the hook would and answers with what to print and
+the files to write (the session's injected list, the log line); they are written here, once the
+answer has arrived, so a late answer changes nothing. Whenever anything is not as expected (no
+service, a runtime folder only platformdirs can name, another environment, a late or odd answer),
+`hand_over` returns the bytes it read and the full hook (`events.main`) runs as before.
+"""
+
+from __future__ import annotations
+
+import _socket  # not `socket`: its Python layer imports enum and selectors, 5 ms on every prompt
+import json
+import os
+import stat
+import sys
+import time
+
+from memvault import proctime
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING (mypy reads it so) without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
+
+OP = "prompt_hook"
+SOCKET_NAME, INFO_NAME = "embed.sock", "service.json"  # as recall.client names them
+MAX_PAYLOAD = 8 * 1024 * 1024  # as events.MAX_PAYLOAD
+MAX_REPLY = 4 * 1024 * 1024
+ACCEPT_S = 0.25  # for the service to take the request and say how long its answer may take
+MARGIN_S = 0.05  # on top of that, for the answer to cross the socket
+# Where memvault looks for its config, state and vault: the service answers only a hook whose are the same.
+ENV_NAMES = ("HOME", "USERPROFILE", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR")
+ENV_PREFIXES = ("MEMVAULT_", "AGENT_TOOLKIT_")
+
+
+def environment() -> dict[str, str]:
+    return {k: v for k, v in sorted(os.environ.items()) if k in ENV_NAMES or k.startswith(ENV_PREFIXES)}
+
+
+def runtime_folder() -> str | None:
+    """`paths.runtime_dir()` where it can be told without platformdirs (MEMVAULT_HOME, or Linux's
+    XDG_RUNTIME_DIR), provided it is a folder only this user can open; else None."""
+    home = os.environ.get("MEMVAULT_HOME")
+    xdg = os.environ.get("XDG_RUNTIME_DIR")
+    if home:
+        folder = os.path.abspath(os.path.join(os.path.expanduser(home), "run"))
+    elif xdg and os.path.isabs(xdg) and sys.platform.startswith("linux"):
+        folder = os.path.join(xdg, "memvault")
+    else:
+        return None
+    if len(os.fsencode(os.path.join(folder, SOCKET_NAME))) > 100:  # paths.runtime_dir() moves it: not here
+        return None
+    try:
+        info = os.lstat(folder)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        return None
+    return folder
+
+
+def hand_over(event: str) -> tuple[bytes, str] | None:
+    """Run `event` through the warm service: None when it was (the output is printed), else the stdin bytes
+    read and why the full hook has to run (for its log line)."""
+    raw = sys.stdin.buffer.read(MAX_PAYLOAD)
+    try:
+        reply = _ask(event, raw)
+        if isinstance(reply, str):
+            return raw, reply
+        for path, text in reply["writes"]:  # before printing: if one fails, the full hook runs instead
+            _replace(path, text)
+    except TimeoutError:  # the socket's own timeout or a deadline here
+        return raw, "the service did not answer in time"
+    except Exception as exc:  # anything unexpected: the full hook runs, as it would without the service
+        return raw, f"{type(exc).__name__}: {exc}"[:200]
+    if reply["stdout"]:
+        sys.stdout.write(reply["stdout"])
+        sys.stdout.flush()
+    started, from_process_start = proctime.started()
+    record = {**reply["record"], "duration_ms": round((time.monotonic() - started) * 1000, 1)}
+    if not from_process_start:
+        record["duration_from"] = "hook"
+    try:
+        fd = os.open(reply["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)  # one write: lines never mix
+        try:
+            os.write(fd, (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8", "replace"))
+        finally:
+            os.close(fd)
+    except (OSError, TypeError, ValueError):
+        pass  # a full disk must not break the session
+    return None
+
+
+def _ask(event: str, raw: bytes) -> dict[str, Any] | str:
+    """The service's answer, or why there is none."""
+    folder = runtime_folder()
+    if folder is None:
+        return "no runtime folder known without platformdirs"
+    try:
+        with open(os.path.join(folder, INFO_NAME), encoding="utf-8") as handle:
+            info = json.loads(handle.read(64 * 1024))
+    except (OSError, ValueError):
+        return "the service is not running"
+    address = os.path.join(folder, SOCKET_NAME)
+    if not (isinstance(info, dict) and info.get("transport") == "unix" and info.get("address") == address):
+        return "the service does not listen on a Unix socket"
+    request = {
+        "op": OP, "token": info.get("token"), "event": event, "payload": raw.decode("utf-8", "replace"),
+        "env": environment(), "started": proctime.started()[0],
+    }  # fmt: skip
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        sock.settimeout(ACCEPT_S)
+        sock.connect(address)
+        sock.sendall(json.dumps(request).encode("utf-8") + b"\n")
+        lines = _Lines(sock)
+        first = json.loads(lines.next(time.monotonic() + ACCEPT_S))
+        if not (isinstance(first, dict) and first.get("ok") is True and isinstance(first.get("wait_ms"), (int, float))):
+            return _refused(first)
+        reply = json.loads(lines.next(time.monotonic() + first["wait_ms"] / 1000 + MARGIN_S))
+    finally:
+        sock.close()
+    if not (isinstance(reply, dict) and reply.get("ok") is True and isinstance(reply.get("stdout"), str)):
+        return _refused(reply)
+    writes = reply.get("writes")
+    if not (isinstance(reply.get("record"), dict) and isinstance(reply.get("log"), str) and isinstance(writes, list)):
+        return "the service's answer is malformed"
+    if not all(isinstance(w, list) and len(w) == 2 and all(isinstance(x, str) for x in w) for w in writes):
+        return "the service's answer is malformed"
+    return reply
+
+
+def _refused(reply: object) -> str:
+    error = reply.get("error") if isinstance(reply, dict) else None
+    return f"the service said: {error}"[:200] if isinstance(error, str) else "the service's answer is malformed"
+
+
+class _Lines:
+    """Newline-ended lines from a socket, each by its own deadline (a `time.monotonic()` value)."""
+
+    def __init__(self, sock: Any) -> None:
+        self.sock, self.buffer = sock, b""
+
+    def next(self, deadline: float) -> bytes:
+        while b"\n" not in self.buffer:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or len(self.buffer) > MAX_REPLY:
+                raise TimeoutError
+            self.sock.settimeout(remaining)
+            chunk = self.sock.recv(256 * 1024)
+            if not chunk:
+                raise ConnectionError("the service closed the connection")
+            self.buffer += chunk
+        line, _, self.buffer = self.buffer.partition(b"\n")
+        return line
+
+
+def _replace(path: str, text: str) -> None:
+    """Atomic, user-only write of a small file whose folder exists (as runtime.write_json)."""
+    tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{os.getpid()}.{time.monotonic_ns()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:  # noqa: SIM105 - contextlib costs this process 5 ms of imports
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

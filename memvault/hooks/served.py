@@ -1,0 +1,65 @@
+"""The warm service as the hooks run it: the recall layer's service plus the prompt hook's own op.
+
+`python -m memvault.hooks.served [--model M] [--idle-minutes N]` is what `client.start()` and `memvault
+serve` run. The `prompt_hook` op answers `hooks.fast`: it runs the event exactly as `events.main`
+would in the hook process (same settings, same recall, same output), with the service's own recall
+instead of a socket round trip, and hands back what the hook process prints and the files it writes.
+The hook process writes them only once the answer has reached it in time, so a late answer changes
+nothing and the full hook can still run.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any
+
+from memvault import runtime
+from memvault.recall import service
+
+from . import events, fast
+
+OP = "prompt_hook"
+EVENTS = ("UserPromptSubmit",)  # the one event on every prompt; the others are not worth a second way
+MAX_AGE_S = 60.0  # a hook process older than this is not one the service should answer for
+
+
+def prompt_hook(call: service.Call) -> dict[str, Any]:
+    """Run a hook event for the hook process that sent it; the reply carries `stdout`, `writes` and the log line."""
+    request = call.request
+    event, text, started = request.get("event"), request.get("payload"), request.get("started")
+    if event not in EVENTS or not isinstance(text, str) or not isinstance(started, (int, float)):
+        return {"ok": False, "error": "prompt_hook needs event, payload and started"}
+    if request.get("env") != fast.environment():  # another config, state folder or vault: the hook runs itself
+        return {"ok": False, "error": "the hook runs in another environment than the service"}
+    age = time.monotonic() - started
+    if not 0 <= age < MAX_AGE_S:  # the two processes share the monotonic clock; anything else is not a hook's start
+        return {"ok": False, "error": "started is not this machine's recent monotonic time"}
+    budget = runtime.settings()["recall"]["prompt_budget_ms"]  # a bad config raises: the hook then reports it
+    call.tell({"ok": True, "wait_ms": max(0.0, budget - age * 1000)})  # how long the hook process should wait
+    served = events.Served(float(started), call.recall)
+    token = events.SERVED.set(served)
+    try:
+        output, record = events.respond(event, events.parse_payload(text))
+    finally:
+        events.SERVED.reset(token)
+    record["served"] = True
+    return {
+        "ok": True,
+        "stdout": json.dumps(output) + "\n" if output is not None else "",
+        "writes": served.writes,
+        "log": str(runtime.log_file()),
+        "record": {"ts": runtime.now_iso(), **record},
+    }
+
+
+OPS: dict[str, service.Op] = {OP: prompt_hook}
+
+
+def main(argv: list[str] | None = None) -> int:
+    return service.main(argv, ops=OPS)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
