@@ -458,6 +458,20 @@ def test_prompt_recall_is_hybrid_with_the_service_and_keeps_the_budget_when_it_h
         assert record["mode"] == "hybrid" and "served" not in record
         assert record["not_served"] == "the service said: the hook runs in another environment than the service"
 
+        # Codex CLI's and Gemini CLI's prompt events take the same short way, answered in their own shape.
+        for host, event in (("codex", "UserPromptSubmit"), ("gemini", "BeforeAgent")):
+            answer = subprocess.run(
+                [sys.executable, str(HOOKS / "host_event.py"), host, event],
+                input=json.dumps(payload(event, session=f"s-{host}", prompt=FLAKY)),
+                capture_output=True, text=True, timeout=60,
+            )  # fmt: skip
+            out = json.loads(answer.stdout)
+            assert out["hookSpecificOutput"]["hookEventName"] == event
+            assert "bisecting-flaky-tests.md" in out["hookSpecificOutput"]["additionalContext"]
+            assert ("systemMessage" in out) is (host == "gemini")  # Codex shows it as a warning on every prompt
+            record = log_records("UserPromptSubmit")[-1]
+            assert record["host"] == host and record["served"] is True, record
+
         unrelated = run_hook("user_prompt_submit", payload("UserPromptSubmit", prompt="What is the capital of France?"))
         assert unrelated.returncode == 0 and unrelated.stdout == ""  # the example: nothing injected
         record = log_records("UserPromptSubmit")[-1]

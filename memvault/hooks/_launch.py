@@ -6,57 +6,62 @@ and its dependencies from the plugin's venv (`memvault.claude.plugin_setup`); un
 hooks exit 0 at once, and SessionStart starts installing it in the background.
 """
 
+from __future__ import annotations
+
 import io
 import os
 import sys
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING (mypy reads it so) without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 # The checkout, or the plugin folder (CLAUDE_PLUGIN_ROOT); os.path, as pathlib costs a prompt hook 8 ms of imports.
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
 
 
-FAST_EVENTS = ("UserPromptSubmit",)  # handed to the warm service first (`memvault.hooks.fast`)
+# Handed to the warm service first (`memvault.hooks.fast`): the prompt events, Claude Code's and the other
+# hosts' (hosts.spec maps both of these onto UserPromptSubmit; the service checks it again).
+FAST_EVENTS = ("UserPromptSubmit",)
+FAST_HOST_EVENTS = (("codex", "UserPromptSubmit"), ("gemini", "BeforeAgent"))
 
 
 def run(event: str) -> None:
     data = os.environ.get("CLAUDE_PLUGIN_DATA")
     if data:
         _plugin(event, data)
-    stdin, why = None, None
-    if event in FAST_EVENTS:
-        try:
-            from memvault.hooks import fast
-        except ImportError:  # a plugin checkout without an install: use the package this folder is in
-            sys.path.insert(0, ROOT)
-            try:
-                from memvault.hooks import fast
-            except ImportError:
-                sys.exit(0)
-        not_served = fast.hand_over(event)
-        if not_served is None:  # the service ran it
-            sys.exit(0)
-        stdin, why = io.TextIOWrapper(io.BytesIO(not_served[0]), encoding="utf-8"), not_served[1]
-    try:
-        from memvault.hooks.events import main
-    except ImportError:  # a plugin checkout without an install: use the package this folder is in
-        sys.path.insert(0, ROOT)
-        try:
-            from memvault.hooks.events import main
-        except ImportError:
-            sys.exit(0)
+    stdin, why = _hand_over(event, None) if event in FAST_EVENTS else (None, None)
+    main = _import("events").main
     sys.exit(main(event, stdin, not_served=why))
 
 
 def run_host(argv: list) -> None:
     """`<host> <event>` from a host's hook command: the host adapter runs the event (Codex CLI, Gemini CLI)."""
+    host, event = [*argv, "", ""][:2]
+    stdin, why = _hand_over(event, host) if (host, event) in FAST_HOST_EVENTS else (None, None)
+    sys.exit(_import("adapters").main(host, event, stdin, not_served=why))
+
+
+def _hand_over(event: str, host: str | None) -> tuple[io.TextIOWrapper | None, str | None]:
+    """Exits when the warm service ran the event; else the stdin already read and why it did not."""
+    not_served = _import("fast").hand_over(event, host)
+    if not_served is None:
+        sys.exit(0)
+    return io.TextIOWrapper(io.BytesIO(not_served[0]), encoding="utf-8"), not_served[1]
+
+
+def _import(name: str) -> Any:
+    """`memvault.hooks.<name>`: installed, else the package this folder is in (a plugin checkout), else exit 0."""
+    import importlib
+
     try:
-        from memvault.hooks.adapters import main
+        return importlib.import_module(f"memvault.hooks.{name}")
     except ImportError:
         sys.path.insert(0, ROOT)
         try:
-            from memvault.hooks.adapters import main
+            return importlib.import_module(f"memvault.hooks.{name}")
         except ImportError:
             sys.exit(0)
-    sys.exit(main(*[*argv, "", ""][:2]))
 
 
 def _plugin(event: str, data: str) -> None:

@@ -9,7 +9,6 @@ Standard library only: it is on the prompt path.
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import re
@@ -17,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from memvault import proctime
 from memvault.hosts import spec
 
 from . import events
@@ -26,24 +26,42 @@ _HOOK_CONTEXT = re.compile(r"<hook_context>.*?(?:</hook_context>|\Z)\s*", re.DOT
 _ALLOWED = {"hookSpecificOutput", "systemMessage"}  # Codex rejects any other top-level key
 
 
-def main(host: str, event: str, stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
-    """Run one host event; always returns 0. Unknown hosts or events are logged and skipped by the core."""
-    known = spec.HOSTS.get(host)
-    mapped = known.event(event) if known else None
-    payload = events.read_payload(stdin or sys.stdin)
-    if known is None or mapped is None:
-        return events.main(f"{host}:{event}", io.StringIO("{}"), io.StringIO(), host=host)
-    payload = normalise(host, mapped.core, payload)
-    answer = io.StringIO()
-    events.main(mapped.core, io.StringIO(json.dumps(payload)), answer, host=host)
-    shaped = shape(known, event, mapped.core, answer.getvalue())
+def main(
+    host: str, event: str, stdin: TextIO | None = None, stdout: TextIO | None = None, *, not_served: str | None = None
+) -> int:
+    """Run one host event; always returns 0. Unknown hosts or events are logged and skipped by the core.
+
+    `not_served`: why the warm service did not run this event for the hook (`hooks.fast`), for the log line.
+    """
+    started, from_process_start = proctime.started()
+    shaped, record = respond(host, event, events.read_payload(stdin or sys.stdin))
     if shaped is not None:
         try:
             (stdout or sys.stdout).write(json.dumps(shaped) + "\n")
             (stdout or sys.stdout).flush()
         except (OSError, ValueError):
             pass  # the core has logged the run; a closed pipe must not turn into a hook error
+    if not_served:
+        record["not_served"] = not_served
+    events.log(record, started, from_process_start)
     return 0
+
+
+def respond(host: str, event: str, payload: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """The host's answer (None: print nothing) and the core's log record, without the duration."""
+    known = spec.HOSTS.get(host)
+    mapped = known.event(event) if known else None
+    if known is None or mapped is None:
+        return None, events.respond(f"{host}:{event}", {}, host=host)[1]
+    output, record = events.respond(mapped.core, normalise(host, mapped.core, payload), host=host)
+    return shape(known, event, mapped.core, json.dumps(output) if output is not None else ""), record
+
+
+def core_event(host: str, event: str) -> str | None:
+    """The core event a host's event runs, or None."""
+    known = spec.HOSTS.get(host)
+    mapped = known.event(event) if known else None
+    return mapped.core if mapped else None
 
 
 def normalise(host: str, core: str, payload: dict[str, Any]) -> dict[str, Any]:

@@ -72,12 +72,17 @@ def main(
             (stdout or sys.stdout).flush()
         except (OSError, ValueError) as exc:
             record.update(result="error", reason=f"could not write the output: {exc}")
-    record["duration_ms"] = round((time.monotonic() - started) * 1000, 1)  # what the user waited, start-up included
+    log(record, started, from_process_start)
+    return 0
+
+
+def log(record: dict[str, Any], started: float, from_process_start: bool) -> None:
+    """The run's log line, with what the user waited (start-up included); a full disk must not break the session."""
+    record["duration_ms"] = round((time.monotonic() - started) * 1000, 1)
     if not from_process_start:
         record["duration_from"] = "hook"
-    with contextlib.suppress(Exception):  # a full disk must not break the session either
+    with contextlib.suppress(Exception):
         runtime.log_event(record)
-    return 0
 
 
 def respond(event: str, payload: dict[str, Any], *, host: str | None = None) -> tuple[Output | None, dict[str, Any]]:

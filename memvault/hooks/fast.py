@@ -62,12 +62,12 @@ def runtime_folder() -> str | None:
     return folder
 
 
-def hand_over(event: str) -> tuple[bytes, str] | None:
-    """Run `event` through the warm service: None when it was (the output is printed), else the stdin bytes
-    read and why the full hook has to run (for its log line)."""
+def hand_over(event: str, host: str | None = None) -> tuple[bytes, str] | None:
+    """Run `event` (of `host`, for Codex CLI and Gemini CLI) through the warm service: None when it was (the
+    output is printed), else the stdin bytes read and why the full hook has to run (for its log line)."""
     raw = sys.stdin.buffer.read(MAX_PAYLOAD)
     try:
-        reply = _ask(event, raw)
+        reply = _ask(event, host, raw)
         if isinstance(reply, str):
             return raw, reply
         for path, text in reply["writes"]:  # before printing: if one fails, the full hook runs instead
@@ -94,7 +94,7 @@ def hand_over(event: str) -> tuple[bytes, str] | None:
     return None
 
 
-def _ask(event: str, raw: bytes) -> dict[str, Any] | str:
+def _ask(event: str, host: str | None, raw: bytes) -> dict[str, Any] | str:
     """The service's answer, or why there is none."""
     folder = runtime_folder()
     if folder is None:
@@ -109,7 +109,7 @@ def _ask(event: str, raw: bytes) -> dict[str, Any] | str:
         return "the service does not listen on a Unix socket"
     request = {
         "op": OP, "token": info.get("token"), "event": event, "payload": raw.decode("utf-8", "replace"),
-        "env": environment(), "started": proctime.started()[0],
+        "env": environment(), "started": proctime.started()[0], **({"host": host} if host else {}),
     }  # fmt: skip
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:

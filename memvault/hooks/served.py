@@ -18,10 +18,10 @@ from typing import Any
 from memvault import runtime
 from memvault.recall import service
 
-from . import events, fast
+from . import adapters, events, fast
 
 OP = "prompt_hook"
-EVENTS = ("UserPromptSubmit",)  # the one event on every prompt; the others are not worth a second way
+PROMPT = "UserPromptSubmit"  # the one event on every prompt; the others are not worth a second way
 MAX_AGE_S = 60.0  # a hook process older than this is not one the service should answer for
 
 
@@ -29,8 +29,11 @@ def prompt_hook(call: service.Call) -> dict[str, Any]:
     """Run a hook event for the hook process that sent it; the reply carries `stdout`, `writes` and the log line."""
     request = call.request
     event, text, started = request.get("event"), request.get("payload"), request.get("started")
-    if event not in EVENTS or not isinstance(text, str) or not isinstance(started, (int, float)):
+    host = request.get("host")  # Codex CLI or Gemini CLI; none for Claude Code
+    if not (isinstance(event, str) and isinstance(text, str) and isinstance(started, (int, float))):
         return {"ok": False, "error": "prompt_hook needs event, payload and started"}
+    if (adapters.core_event(host, event) if isinstance(host, str) else event) != PROMPT:
+        return {"ok": False, "error": f"prompt_hook runs prompt events only, not {event!r}"}
     if request.get("env") != fast.environment():  # another config, state folder or vault: the hook runs itself
         return {"ok": False, "error": "the hook runs in another environment than the service"}
     age = time.monotonic() - started
@@ -40,8 +43,12 @@ def prompt_hook(call: service.Call) -> dict[str, Any]:
     call.tell({"ok": True, "wait_ms": max(0.0, budget - age * 1000)})  # how long the hook process should wait
     served = events.Served(float(started), call.recall)
     token = events.SERVED.set(served)
+    payload = events.parse_payload(text)
     try:
-        output, record = events.respond(event, events.parse_payload(text))
+        if isinstance(host, str):  # Codex CLI or Gemini CLI: their adapter, as the hook process would run it
+            output, record = adapters.respond(host, event, payload)
+        else:
+            output, record = events.respond(event, payload)
     finally:
         events.SERVED.reset(token)
     record["served"] = True
