@@ -13,7 +13,7 @@ import os
 import re
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from memvault import paths
@@ -32,18 +32,21 @@ _SAFE = re.compile(r"[^A-Za-z0-9_.-]")
 # ---- settings ------------------------------------------------------------------------------
 
 
-def settings() -> dict[str, Any]:
+def settings(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The config as a plain dict, from a JSON cache keyed by the config file's stat and the environment.
 
+    `environ`: the environment whose `MEMVAULT_*` overrides apply (the warm service, running a hook for a
+    hook process, passes the hook's); the file's place always comes from this process's own.
     Raises `ConfigError` (from config.py) when the config is invalid; the cache is then left alone.
     """
+    environ = os.environ if environ is None else environ
     source = paths.config_file()
     try:
         st = source.stat()
         stamp: list[Any] = [str(source), st.st_mtime_ns, st.st_size]
     except OSError:
         stamp = [str(source), None, None]
-    env = sorted((k, v) for k, v in os.environ.items() if k.startswith(("MEMVAULT_", "AGENT_TOOLKIT_")))
+    env = sorted((k, v) for k, v in environ.items() if k.startswith(("MEMVAULT_", "AGENT_TOOLKIT_")))
     key = {"file": stamp, "env": env}
     cache = paths.state_dir() / SETTINGS_CACHE
     cached = read_json(cache)
@@ -51,7 +54,7 @@ def settings() -> dict[str, Any]:
         return dict(cached["settings"])
     from memvault import config as config_mod  # YAML: only when the file or the environment changed
 
-    data = config_mod.as_dict(config_mod.load())
+    data = config_mod.as_dict(config_mod.load(env=dict(environ)))
     with contextlib.suppress(OSError):
         write_json(cache, {"key": key, "settings": data})
     return data

@@ -147,22 +147,34 @@ def test_hooks_never_import_click_rich_yaml_or_the_model(hook_vault: Path) -> No
         assert result.stderr.strip().splitlines()[-1] == "[]", (name, result.stderr)
 
 
-@pytest.mark.parametrize("own", ["home", "xdg"])
+@pytest.mark.parametrize("own", ["home", "xdg", "temp"])
 def test_the_prompt_hooks_short_way_finds_the_service_where_paths_puts_it(
     own: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """`hooks.fast` names the runtime folder without platformdirs; it must be where platformdirs puts it."""
     from memvault import paths
     from memvault.hooks import fast
 
-    if own == "xdg":
-        if not sys.platform.startswith("linux"):
-            pytest.skip("XDG_RUNTIME_DIR is read on Linux only")
-        monkeypatch.delenv("MEMVAULT_HOME", raising=False)
-        runtime_root = tmp_path / "xdg"
-        runtime_root.mkdir(mode=0o700)
-        monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime_root))
-    else:
+    if own == "home":
         monkeypatch.setenv("MEMVAULT_HOME", str(tmp_path / "home"))
+    elif not sys.platform.startswith("linux"):
+        pytest.skip("the XDG rules are Linux's")
+    else:
+        monkeypatch.delenv("MEMVAULT_HOME", raising=False)
+        if own == "xdg":
+            runtime_root = tmp_path / "xdg"
+            runtime_root.mkdir(mode=0o700)
+            monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime_root))
+        else:  # no XDG_RUNTIME_DIR and no /run/user/<uid>, as in containers and CI: runtime-<uid> in TMPDIR
+            if os.path.isdir(f"/run/user/{os.geteuid()}"):
+                pytest.skip("this machine has /run/user/<uid>; the temp-folder fallback is not used")
+            monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+            for name in ("TEMP", "TMP"):
+                monkeypatch.delenv(name, raising=False)
+            monkeypatch.setenv("TMPDIR", str(tmp_path))
+            import tempfile
+
+            monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
     assert fast.runtime_folder() is None  # not made yet: the full hook runs (and paths makes it)
     made = paths.runtime_dir()
     assert fast.runtime_folder() == str(made)
@@ -449,14 +461,22 @@ def test_prompt_recall_is_hybrid_with_the_service_and_keeps_the_budget_when_it_h
         loaded = handed.stderr.strip().splitlines()[-1]
         assert loaded == "['memvault', 'memvault.hooks', 'memvault.hooks.fast', 'memvault.proctime']", loaded
 
-        # Another environment (here one more AGENT_TOOLKIT_ variable) could mean another config: the hook runs itself.
-        other = run_hook(
-            "user_prompt_submit", payload("UserPromptSubmit", session="s-env", prompt=FLAKY), AGENT_TOOLKIT_X="1"
+        # A setting overridden in the hook's environment is honoured by the service (here the kill switch) ...
+        off = run_hook(
+            "user_prompt_submit", payload("UserPromptSubmit", session="s-off", prompt=FLAKY), MEMVAULT_ENABLED="0"
         )
+        record = log_records("UserPromptSubmit")[-1]
+        assert off.stdout == "" and record["served"] is True and record["result"] == "skipped", record
+        assert "kill switch" in record["reason"]
+        # ... but another config file or state folder (here MEMVAULT_CONFIG) is not the service's: the hook runs itself.
+        other = run_hook(
+            "user_prompt_submit", payload("UserPromptSubmit", session="s-env", prompt=FLAKY),
+            MEMVAULT_CONFIG=str(memvault_home / "config.yaml"),
+        )  # fmt: skip
         assert "bisecting-flaky-tests.md" in context_of(other, "UserPromptSubmit")
         record = log_records("UserPromptSubmit")[-1]
         assert record["mode"] == "hybrid" and "served" not in record
-        assert record["not_served"] == "the service said: the hook runs in another environment than the service"
+        assert record["not_served"] == "the service said: the hook's config or state folder is not the service's"
 
         # Codex CLI's and Gemini CLI's prompt events take the same short way, answered in their own shape.
         for host, event in (("codex", "UserPromptSubmit"), ("gemini", "BeforeAgent")):

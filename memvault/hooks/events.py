@@ -102,15 +102,20 @@ def respond(event: str, payload: dict[str, Any], *, host: str | None = None) -> 
 class Served:
     """Set while the warm service runs an event for a hook process (`hooks.served`).
 
-    It carries the hook process's start (its budget counts from there), the service's own recall, and
-    the files the hook process writes once the answer has reached it (`writes`: path, text), so an
-    answer that comes too late to be used has changed nothing.
+    It carries the hook process's start (its budget counts from there), the service's own recall, the
+    hook's environment (its `MEMVAULT_*` overrides apply), and the files the hook process writes once the
+    answer has reached it (`writes`: path, text), so an answer that comes too late has changed nothing.
     """
 
-    __slots__ = ("recall", "started", "writes")
+    __slots__ = ("environ", "recall", "started", "writes")
 
-    def __init__(self, started: float, recall: Callable[[str, str, dict[str, Any]], dict[str, Any] | None]) -> None:
-        self.started, self.recall = started, recall
+    def __init__(
+        self,
+        started: float,
+        recall: Callable[[str, str, dict[str, Any]], dict[str, Any] | None],
+        environ: Mapping[str, str],
+    ) -> None:
+        self.started, self.recall, self.environ = started, recall, environ  # environ: the hook process's
         self.writes: list[tuple[str, str]] = []
 
 
@@ -144,8 +149,9 @@ def _run(event: str, payload: dict[str, Any], record: dict[str, Any]) -> Output 
     handler = HANDLERS.get(event)
     if handler is None:
         raise Skip(f"unknown hook event {event!r}")
+    served = SERVED.get()
     try:
-        settings = runtime.settings()
+        settings = runtime.settings(served.environ if served else None)
     except Exception as exc:
         if event == "SessionStart":  # the one place the user sees it without reading the log
             record.update(result="error", reason=str(exc))

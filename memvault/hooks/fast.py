@@ -41,25 +41,37 @@ def environment() -> dict[str, str]:
 
 
 def runtime_folder() -> str | None:
-    """`paths.runtime_dir()` where it can be told without platformdirs (MEMVAULT_HOME, or Linux's
-    XDG_RUNTIME_DIR), provided it is a folder only this user can open; else None."""
+    """`paths.runtime_dir()` as platformdirs names it, told here without importing it; None when this cannot tell
+    (Windows, other systems) or the folder is not one only this user can open.
+
+    A wrong guess costs nothing but the short way: the service's info file must name the socket found here.
+    """
     home = os.environ.get("MEMVAULT_HOME")
-    xdg = os.environ.get("XDG_RUNTIME_DIR")
     if home:
         folder = os.path.abspath(os.path.join(os.path.expanduser(home), "run"))
-    elif xdg and os.path.isabs(xdg) and sys.platform.startswith("linux"):
-        folder = os.path.join(xdg, "memvault")
+    elif sys.platform == "darwin":
+        folder = os.path.expanduser("~/Library/Caches/TemporaryItems/memvault")
+    elif sys.platform.startswith("linux"):
+        xdg = os.environ.get("XDG_RUNTIME_DIR", "").strip()
+        base = xdg if os.path.isabs(xdg) and _private(xdg) else f"/run/user/{os.geteuid()}"
+        if base != xdg and not _private(base):  # platformdirs' last resort: runtime-<uid> in the temp folder
+            temp = next((os.environ[k] for k in ("TMPDIR", "TEMP", "TMP") if os.environ.get(k)), "/tmp")  # noqa: S108
+            base = os.path.join(temp, f"runtime-{os.geteuid()}")
+        folder = os.path.join(base, "memvault")
     else:
         return None
     if len(os.fsencode(os.path.join(folder, SOCKET_NAME))) > 100:  # paths.runtime_dir() moves it: not here
         return None
+    return folder if _private(folder) else None
+
+
+def _private(folder: str) -> bool:
+    """A real folder (not a symlink) of this user's that no one else may open."""
     try:
         info = os.lstat(folder)
     except OSError:
-        return None
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
-        return None
-    return folder
+        return False
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid() and not info.st_mode & 0o077
 
 
 def hand_over(event: str, host: str | None = None) -> tuple[bytes, str] | None:

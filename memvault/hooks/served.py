@@ -2,8 +2,9 @@
 
 `python -m memvault.hooks.served [--model M] [--idle-minutes N]` is what `client.start()` and `memvault
 serve` run. The `prompt_hook` op answers `hooks.fast`: it runs the event exactly as `events.main`
-would in the hook process (same settings, same recall, same output), with the service's own recall
-instead of a socket round trip, and hands back what the hook process prints and the files it writes.
+would in the hook process (the hook's settings overrides, same recall, same output), with the
+service's own recall instead of a socket round trip, and hands back what the hook process prints and
+the files it writes.
 The hook process writes them only once the answer has reached it in time, so a late answer changes
 nothing and the full hook can still run.
 """
@@ -15,7 +16,7 @@ import sys
 import time
 from typing import Any
 
-from memvault import runtime
+from memvault import config, runtime
 from memvault.recall import service
 
 from . import adapters, events, fast
@@ -34,14 +35,17 @@ def prompt_hook(call: service.Call) -> dict[str, Any]:
         return {"ok": False, "error": "prompt_hook needs event, payload and started"}
     if (adapters.core_event(host, event) if isinstance(host, str) else event) != PROMPT:
         return {"ok": False, "error": f"prompt_hook runs prompt events only, not {event!r}"}
-    if request.get("env") != fast.environment():  # another config, state folder or vault: the hook runs itself
-        return {"ok": False, "error": "the hook runs in another environment than the service"}
+    environ = request.get("env")
+    if not (isinstance(environ, dict) and all(isinstance(v, str) for v in environ.values())):
+        return {"ok": False, "error": "prompt_hook needs env"}
+    if _places(environ) != _places(fast.environment()):  # another config file or state folder: the hook runs itself
+        return {"ok": False, "error": "the hook's config or state folder is not the service's"}
     age = time.monotonic() - started
     if not 0 <= age < MAX_AGE_S:  # the two processes share the monotonic clock; anything else is not a hook's start
         return {"ok": False, "error": "started is not this machine's recent monotonic time"}
-    budget = runtime.settings()["recall"]["prompt_budget_ms"]  # a bad config raises: the hook then reports it
+    budget = runtime.settings(environ)["recall"]["prompt_budget_ms"]  # a bad config raises: the hook reports it
     call.tell({"ok": True, "wait_ms": max(0.0, budget - age * 1000)})  # how long the hook process should wait
-    served = events.Served(float(started), call.recall)
+    served = events.Served(float(started), call.recall, environ)
     token = events.SERVED.set(served)
     payload = events.parse_payload(text)
     try:
@@ -59,6 +63,12 @@ def prompt_hook(call: service.Call) -> dict[str, Any]:
         "log": str(runtime.log_file()),
         "record": {"ts": runtime.now_iso(), **record},
     }
+
+
+def _places(environ: dict[str, str]) -> dict[str, str]:
+    """The variables that say where the config and state live: those must be the service's own. The others
+    (`MEMVAULT_VAULT`, `MEMVAULT_ENABLED`, … : `config.ENV_OVERRIDES`) only override settings, read per hook."""
+    return {k: v for k, v in environ.items() if k not in config.ENV_OVERRIDES}
 
 
 OPS: dict[str, service.Op] = {OP: prompt_hook}

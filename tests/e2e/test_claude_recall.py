@@ -34,6 +34,9 @@ def test_one_turn_gets_the_always_load_block_once_and_the_recalled_notes(scenari
     # Hybrid when the hook starts quickly; on a loaded machine the budget may be gone first: keywords only.
     assert prompt["mode"] in ("hybrid", "keyword"), prompt
     assert FLAKY_NOTE in [entry["path"] for entry in prompt["injected"]]
+    # The warm service ran the prompt hook for the process Claude Code started (hooks.fast), with this
+    # test's own vault (MEMVAULT_VAULT, an override the service honours per hook).
+    assert prompt.get("served") is True, prompt
 
 
 def test_continue_does_not_give_the_same_notes_again_and_never_a_private_one(
