@@ -243,6 +243,9 @@ def main() -> int:
     try:
         for name in args.clients.split(","):
             bench = bench_codex if name == "codex" else bench_gemini
+            # Each client has its own throwaway HOME; its unmeasured first run starts the service in it, as a
+            # user's first session would (a service started under another HOME would not run its prompt hooks).
+            subprocess.run([sys.executable, "-m", "memvault", "serve", "--stop"], env=base_env, capture_output=True)
             report[name] = summary(bench(args.runs, work, base_env))
     finally:
         subprocess.run([sys.executable, "-m", "memvault", "serve", "--stop"], env=base_env, capture_output=True)
