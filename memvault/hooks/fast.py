@@ -46,6 +46,8 @@ def runtime_folder() -> str | None:
 
     A wrong guess costs nothing but the short way: the service's info file must name the socket found here.
     """
+    if os.name != "posix":  # Windows: the service listens on loopback TCP; the full hook talks to it
+        return None
     home = os.environ.get("MEMVAULT_HOME")
     if home:
         folder = os.path.abspath(os.path.join(os.path.expanduser(home), "run"))
