@@ -2,7 +2,7 @@
 
 Each host names its events, fills its stdin and reads the answer a little differently
 (`hosts.spec`). The adapter maps the event name, tidies the few stdin fields that differ, runs
-`events.main` as Claude Code's hooks do (same dedup, markers, budgets, log line), and rewrites the
+`events.respond` as Claude Code's hooks do (same dedup, markers, budgets, log line), and rewrites the
 answer: `hookEventName` becomes the host's event name, and keys the host would reject are dropped.
 Standard library only: it is on the prompt path.
 """
@@ -40,7 +40,7 @@ def main(
             (stdout or sys.stdout).write(json.dumps(shaped) + "\n")
             (stdout or sys.stdout).flush()
         except (OSError, ValueError):
-            pass  # the core has logged the run; a closed pipe must not turn into a hook error
+            pass  # a closed pipe must not turn into a hook error; the run is still logged
     if not_served:
         record["not_served"] = not_served
     events.log(record, started, from_process_start)

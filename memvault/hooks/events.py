@@ -3,7 +3,11 @@
 Imported by the launchers in `memvault/hooks/`. Never imports click, rich, YAML (except to refresh the
 settings cache) or the embedding model: UserPromptSubmit must finish within its 300 ms budget.
 Slow work (reflection, reindex, starting the embedding service) runs in a detached
-`memvault.hooks.jobs` process that the hook does not wait for.
+`memvault.hooks.jobs` process that the hook does not wait for. The warm service runs the same code for
+a prompt hook that handed its event over (`hooks.served`, with `Served` set).
+
+Somewhat over 400 lines: five short event handlers around one entry (`respond`), which the hook
+process and the service share; split apart, each would need the same helpers and state.
 """
 
 from __future__ import annotations

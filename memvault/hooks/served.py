@@ -4,9 +4,8 @@
 serve` run. The `prompt_hook` op answers `hooks.fast`: it runs the event exactly as `events.main`
 would in the hook process (the hook's settings overrides, same recall, same output), with the
 service's own recall instead of a socket round trip, and hands back what the hook process prints and
-the files it writes.
-The hook process writes them only once the answer has reached it in time, so a late answer changes
-nothing and the full hook can still run.
+the files it writes. The hook process writes them only once the answer has reached it in time, so a
+late answer changes nothing and the full hook can still run.
 """
 
 from __future__ import annotations

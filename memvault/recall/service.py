@@ -1,7 +1,8 @@
 """The warm embedding service: one per user, keeps the model loaded and answers query-vector requests locally.
 
-Run as `memvault serve` (`client.start()` does this detached; that command adds the prompt hook's op, see
-`memvault.hooks.served`), or bare as `python -m memvault.recall.service [--model M] [--idle-minutes N]`.
+Run as `python -m memvault.hooks.served` (what `client.start()` spawns detached and `memvault serve` runs in
+the foreground; it adds the prompt hook's op), or bare as `python -m memvault.recall.service [--model M]
+[--idle-minutes N]`.
 It listens on a Unix socket in the user's private runtime folder (loopback TCP on Windows, or with
 `MEMVAULT_SERVICE_TRANSPORT=tcp`), only once the model is loaded, so a connectable socket means "ready".
 Every request carries the random token from the info file. One JSON line in, one JSON line out, per
@@ -451,7 +452,7 @@ def serve(
     """Run the service in this process until it exits; the exit code (0 also when another one is running).
 
     `embedder` (an already loaded `embed.Embedder`) skips loading the model, for in-process use. `ops`
-    adds request ops by name (`memvault serve` adds the prompt hook's).
+    adds request ops by name (`memvault.hooks.served` adds the prompt hook's).
     """
     try:
         runtime = paths.runtime_dir()
