@@ -39,3 +39,4 @@ def test_a_three_megabyte_prompt_is_recalled_from_a_bounded_query(hook_vault: Pa
     record = log_records("UserPromptSubmit")[-1]
     assert record["result"] in ("success", "partial") and record["prompt_chars"] > 3_000_000
     assert record["query_chars"] <= text.QUERY_HEAD + text.QUERY_TAIL + 3
+    assert record["not_served"] == "the event is over 1 MB"  # never handed to the service: it runs here

@@ -29,6 +29,8 @@ OP = "prompt_hook"
 SOCKET_NAME, INFO_NAME = "embed.sock", "service.json"  # as recall.client names them
 MAX_PAYLOAD = 8 * 1024 * 1024  # as events.MAX_PAYLOAD
 MAX_REPLY = 4 * 1024 * 1024
+# A bigger event goes the full way: the service reads requests of up to 4 MB, and JSON escaping can grow one.
+MAX_HANDED = 1024 * 1024
 ACCEPT_S = 0.25  # for the service to take the request and say how long its answer may take
 MARGIN_S = 0.05  # on top of that, for the answer to cross the socket
 # Where memvault looks for its config, state and vault: the service answers only a hook whose are the same.
@@ -110,9 +112,11 @@ def hand_over(event: str, host: str | None = None) -> tuple[bytes, str] | None:
 
 def _ask(event: str, host: str | None, raw: bytes) -> dict[str, Any] | str:
     """The service's answer, or why there is none."""
+    if len(raw) > MAX_HANDED:
+        return f"the event is over {MAX_HANDED // 1024 // 1024} MB"
     folder = runtime_folder()
     if folder is None:
-        return "no runtime folder known without platformdirs"
+        return "no private runtime folder found without platformdirs"
     try:
         with open(os.path.join(folder, INFO_NAME), encoding="utf-8") as handle:
             info = json.loads(handle.read(64 * 1024))
