@@ -436,6 +436,16 @@ def test_prompt_recall_is_hybrid_with_the_service_and_keeps_the_budget_when_it_h
         report = open_vault(hook_vault).reindex(vectors="service")
         assert report.embedded > 0 and report.pending == 0
         assert client.query_vector("warm up the model's first query", 30) is not None  # the first one is slow
+        # SessionStart's job ends by having the service load the index's vectors, before the first prompt.
+        from memvault.hooks import jobs
+
+        vault = open_vault(hook_vault)
+        assert str(vault.index_file) not in client.status()["in_memory"]
+        assert jobs.load_vectors(vault)
+        deadline = time.monotonic() + 30
+        while str(vault.index_file) not in client.status()["in_memory"]:
+            assert time.monotonic() < deadline, client.status()
+            time.sleep(0.05)
         run_hook("user_prompt_submit", payload("UserPromptSubmit", prompt="ok"))  # settings cache, as in a session
         result = run_hook("user_prompt_submit", payload("UserPromptSubmit", prompt=FLAKY))
         assert "bisecting-flaky-tests.md" in context_of(result, "UserPromptSubmit")

@@ -90,7 +90,17 @@ def warm_up(vault: Vault, project: Path | None = None) -> dict[str, Any]:
     except Exception as exc:
         out["sweep"] = f"failed: {type(exc).__name__}: {exc}"[:200]
     out["skills"] = index_skills(vault, project)
+    if warm:  # last: the reindex and the skills index may have just changed the index
+        out["vectors_loading"] = load_vectors(vault)
     return out
+
+
+def load_vectors(vault: Vault) -> bool:
+    """Have the warm service load this vault's vectors into memory now (one small recall starts it), so the
+    session's first prompt does not search with sqlite-vec while they load; whether the service answered."""
+    from memvault.recall import client
+
+    return client.recall(str(vault.index_file), "warm up", {"k": 1}, timeout=2.0) is not None
 
 
 def index_skills(vault: Vault, project: Path | None) -> dict[str, int] | str:

@@ -196,7 +196,8 @@ def catch_up(index: str, lock: str, *, timeout: float = 0.25) -> bool:
 
 
 def status(*, timeout: float = 1.0) -> dict[str, Any] | None:
-    """The service's pid, model, dim, transport, started_at, last_request_at, requests and idle_minutes; or None."""
+    """The service's pid, model, dim, transport, started_at, last_request_at, requests, idle_minutes and in_memory
+    (the index files whose vectors it holds in memory); or None."""
     deadline = time.monotonic() + timeout
     info = read_info()
     if info is None:

@@ -410,6 +410,7 @@ class Server:
         with self.stats_lock:
             info.update(last_request_at=self.last_request_at, requests=self.requests)
         info["idle_minutes"] = self.idle_minutes
+        info["in_memory"] = self.vectors.loaded() if self.vectors is not None else []  # indexes' vectors held
         return info
 
     # --- exit -----------------------------------------------------------------------------------

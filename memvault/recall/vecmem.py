@@ -92,6 +92,11 @@ class VectorCache:
         threading.Thread(target=self._reload, args=(path,), daemon=True).start()
         return None
 
+    def loaded(self) -> list[str]:
+        """The index files whose vectors are in memory (fresh or not)."""
+        with self._lock:
+            return list(self._copies)
+
     def wait_idle(self, timeout: float) -> bool:
         """Until no reload is running (tests and benchmarks); whether that happened in time."""
         import time
