@@ -26,6 +26,16 @@ def started() -> tuple[float, bool]:
     return _origin
 
 
+def waited() -> dict[str, float | str]:
+    """A hook's log fields for what the user waited until now: `duration_ms`, and `duration_from: "hook"`
+    when the OS gave no start time (then start-up is not included)."""
+    origin, from_process_start = started()
+    fields: dict[str, float | str] = {"duration_ms": round((time.monotonic() - origin) * 1000, 1)}
+    if not from_process_start:
+        fields["duration_from"] = "hook"
+    return fields
+
+
 def _age_seconds() -> float | None:
     try:
         if sys.platform.startswith("linux"):

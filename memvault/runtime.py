@@ -16,7 +16,7 @@ import zlib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from memvault import paths
+from memvault import paths, userfiles
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING (mypy reads it so) without importing typing at run time
 if TYPE_CHECKING:  # not imported at run time (the prompt path)
@@ -74,16 +74,7 @@ def read_json(path: Path) -> Any:
 def write_json(path: Path, data: Any) -> None:
     """Atomic, user-only write (temp file in the same folder, then rename)."""
     paths.ensure_private_dir(path.parent)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, ensure_ascii=False)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    userfiles.replace(path, json.dumps(data, ensure_ascii=False))
 
 
 # ---- sessions --------------------------------------------------------------------------------
@@ -192,7 +183,7 @@ def log_dir() -> Path:
 
 def log_event(record: dict[str, Any], *, max_bytes: int = LOG_MAX_BYTES) -> None:
     """Append one line to today's log; a single write of a whole line, so concurrent hooks never interleave."""
-    append_line(log_file(max_bytes), json.dumps({"ts": now_iso(), **record}, ensure_ascii=False, default=str))
+    userfiles.append_line(log_file(max_bytes), json.dumps({"ts": now_iso(), **record}, ensure_ascii=False, default=str))
 
 
 def log_file(max_bytes: int = LOG_MAX_BYTES) -> Path:
@@ -206,15 +197,6 @@ def log_file(max_bytes: int = LOG_MAX_BYTES) -> Path:
                 n += 1
             os.replace(path, path.with_name(f"{path.stem}.{n}.jsonl"))
     return path
-
-
-def append_line(path: Path | str, line: str) -> None:
-    """One whole line in one write (O_APPEND), user-only; a stray surrogate never costs the line."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    try:
-        os.write(fd, (line + "\n").encode("utf-8", "replace"))
-    finally:
-        os.close(fd)
 
 
 def read_log() -> Iterator[dict[str, Any]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -53,6 +54,23 @@ def run_hook(name: str, stdin: str | dict[str, Any], **env: str) -> subprocess.C
         timeout=60,
         env={**os.environ, **env},
     )
+
+
+def run_hook_loading(
+    name: str, stdin: dict[str, Any], prefixes: tuple[str, ...]
+) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    """Run a hook as `run_hook` does, and list the modules it loaded whose names start with one of `prefixes`."""
+    probe = (
+        "import runpy, sys\n"
+        "try:\n    runpy.run_path(sys.argv[1], run_name='__main__')\nexcept SystemExit:\n    pass\n"
+        f"print(sorted(m for m in sys.modules if m.startswith({prefixes!r})), file=sys.stderr)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe, str(HOOKS / f"{name}.py")],
+        input=json.dumps(stdin), capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return result, ast.literal_eval(result.stderr.strip().splitlines()[-1])
 
 
 def log_records(hook: str | None = None) -> list[dict[str, Any]]:
@@ -129,22 +147,11 @@ def test_broken_config_is_reported_at_session_start_only(memvault_home: Path) ->
 
 def test_hooks_never_import_click_rich_yaml_or_the_model(hook_vault: Path) -> None:
     run_hook("session_start", payload("SessionStart", source="startup"))  # fills the settings cache
-    probe = (
-        "import runpy, sys\n"
-        "try:\n    runpy.run_path(sys.argv[1], run_name='__main__')\nexcept SystemExit:\n    pass\n"
-        "heavy = {'click', 'rich', 'yaml', 'torch', 'sentence_transformers', 'numpy'}\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy), file=sys.stderr)\n"
-    )
+    heavy = ("click", "rich", "yaml", "torch", "sentence_transformers", "numpy")
     for name in EVENTS:
-        result = subprocess.run(
-            [sys.executable, "-c", probe, str(HOOKS / f"{name}.py")],
-            input=json.dumps(payload(EVENTS[name], prompt=FLAKY, source="resume")),
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert result.returncode == 0
-        assert result.stderr.strip().splitlines()[-1] == "[]", (name, result.stderr)
+        stdin = payload(EVENTS[name], prompt=FLAKY, source="resume")
+        _, loaded = run_hook_loading(name, stdin, heavy)
+        assert [m for m in loaded if m.split(".")[0] in heavy] == [], name
 
 
 @pytest.mark.parametrize("own", ["home", "xdg", "temp"])
@@ -457,19 +464,11 @@ def test_prompt_recall_is_hybrid_with_the_service_and_keeps_the_budget_when_it_h
         assert runtime.injected("sess-1")["recalled"] == [h["path"] for h in record["injected"]]  # written here
 
         # Handed over, the hook process loads none of the hook, recall or platform-path code.
-        probe = (
-            "import runpy, sys\n"
-            "try:\n    runpy.run_path(sys.argv[1], run_name='__main__')\nexcept SystemExit:\n    pass\n"
-            "print(sorted(m for m in sys.modules if m.startswith(('memvault', 'platformdirs'))), file=sys.stderr)\n"
-        )
-        handed = subprocess.run(
-            [sys.executable, "-c", probe, str(HOOKS / "user_prompt_submit.py")],
-            input=json.dumps(payload("UserPromptSubmit", session="s-probe", prompt=FLAKY)),
-            capture_output=True, text=True, timeout=60,
-        )  # fmt: skip
+        stdin = payload("UserPromptSubmit", session="s-probe", prompt=FLAKY)
+        handed, loaded = run_hook_loading("user_prompt_submit", stdin, ("memvault", "platformdirs"))
         assert "bisecting-flaky-tests.md" in context_of(handed, "UserPromptSubmit")
-        loaded = handed.stderr.strip().splitlines()[-1]
-        assert loaded == "['memvault', 'memvault.hooks', 'memvault.hooks.fast', 'memvault.proctime']", loaded
+        fast_way = ["memvault", "memvault.hooks", "memvault.hooks.fast", "memvault.proctime", "memvault.userfiles"]
+        assert loaded == fast_way, loaded
 
         # A setting overridden in the hook's environment is honoured by the service (here the kill switch) ...
         off = run_hook(

@@ -16,7 +16,6 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from memvault import proctime
 from memvault.hosts import spec
 
 from . import events
@@ -33,7 +32,6 @@ def main(
 
     `not_served`: why the warm service did not run this event for the hook (`hooks.fast`), for the log line.
     """
-    started, from_process_start = proctime.started()
     shaped, record = respond(host, event, events.read_payload(stdin or sys.stdin))
     if shaped is not None:
         try:
@@ -43,18 +41,18 @@ def main(
             pass  # a closed pipe must not turn into a hook error; the run is still logged
     if not_served:
         record["not_served"] = not_served
-    events.log(record, started, from_process_start)
+    events.log(record)
     return 0
 
 
 def respond(host: str, event: str, payload: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """The host's answer (None: print nothing) and the core's log record, without the duration."""
     known = spec.HOSTS.get(host)
-    mapped = known.event(event) if known else None
-    if known is None or mapped is None:
+    core = core_event(host, event)
+    if known is None or core is None:
         return None, events.respond(f"{host}:{event}", {}, host=host)[1]
-    output, record = events.respond(mapped.core, normalise(host, mapped.core, payload), host=host)
-    return shape(known, event, mapped.core, json.dumps(output) if output is not None else ""), record
+    output, record = events.respond(core, normalise(host, core, payload), host=host)
+    return shape(known, event, core, json.dumps(output) if output is not None else ""), record
 
 
 def core_event(host: str, event: str) -> str | None:

@@ -25,6 +25,8 @@ from pathlib import Path
 from memvault import paths, proctime, runtime
 from memvault.text import bounded_query, plural
 
+from .fast import MAX_PAYLOAD
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING (mypy reads it so) without importing typing at run time
 if TYPE_CHECKING:  # typing is not imported at run time: every millisecond of a hook's start counts
     from typing import Any, TextIO
@@ -36,7 +38,6 @@ proctime.started()  # where the OS cannot say when the process started, its time
 # 100 ms on 20k notes) would run past the budget even with the query vector back in time (after a config edit).
 VECTOR_MIN_SHARE = 0.6
 FALLBACK_MS = 90  # kept back from the service's share of the budget for a keyword-only recall here (imports + FTS)
-MAX_PAYLOAD = 8 * 1024 * 1024  # bytes of the event JSON read from stdin
 PROMPT_CHARS = 160  # how much of a prompt the log keeps (secrets redacted) for `memvault inspect`
 # The recall settings passed to recall as they are: the fusion, and the relevance floor.
 RECALL_KEYS = ("fusion", "vector_weight", "keyword_weight", "min_relevance", "coverage_weight", "min_coverage")
@@ -66,7 +67,6 @@ def main(
     `host` names the agent when it is not Claude Code (set by `hooks.adapters`); the log line carries it, as it
     carries `not_served`: why the warm service did not run this event for the hook (`hooks.fast`).
     """
-    started, from_process_start = proctime.started()
     output, record = respond(event, read_payload(stdin or sys.stdin), host=host)
     if not_served:
         record["not_served"] = not_served
@@ -76,15 +76,13 @@ def main(
             (stdout or sys.stdout).flush()
         except (OSError, ValueError) as exc:
             record.update(result="error", reason=f"could not write the output: {exc}")
-    log(record, started, from_process_start)
+    log(record)
     return 0
 
 
-def log(record: dict[str, Any], started: float, from_process_start: bool) -> None:
+def log(record: dict[str, Any]) -> None:
     """The run's log line, with what the user waited (start-up included); a full disk must not break the session."""
-    record["duration_ms"] = round((time.monotonic() - started) * 1000, 1)
-    if not from_process_start:
-        record["duration_from"] = "hook"
+    record.update(proctime.waited())
     with contextlib.suppress(Exception):
         runtime.log_event(record)
 
@@ -107,19 +105,20 @@ class Served:
     """Set while the warm service runs an event for a hook process (`hooks.served`).
 
     It carries the hook process's start (its budget counts from there), the service's own recall, the
-    hook's environment (its `MEMVAULT_*` overrides apply), and the files the hook process writes once the
-    answer has reached it (`writes`: path, text), so an answer that comes too late has changed nothing.
+    settings as the hook would read them (its `MEMVAULT_*` overrides applied), and the files the hook
+    process writes once the answer has reached it (`writes`: path, text), so an answer that comes too
+    late has changed nothing.
     """
 
-    __slots__ = ("environ", "recall", "started", "writes")
+    __slots__ = ("recall", "settings", "started", "writes")
 
     def __init__(
         self,
         started: float,
         recall: Callable[[str, str, dict[str, Any]], dict[str, Any] | None],
-        environ: Mapping[str, str],
+        settings: dict[str, Any],
     ) -> None:
-        self.started, self.recall, self.environ = started, recall, environ  # environ: the hook process's
+        self.started, self.recall, self.settings = started, recall, settings
         self.writes: list[tuple[str, str]] = []
 
 
@@ -155,7 +154,7 @@ def _run(event: str, payload: dict[str, Any], record: dict[str, Any]) -> Output 
         raise Skip(f"unknown hook event {event!r}")
     served = SERVED.get()
     try:
-        settings = runtime.settings(served.environ if served else None)
+        settings = served.settings if served else runtime.settings()
     except Exception as exc:
         if event == "SessionStart":  # the one place the user sees it without reading the log
             record.update(result="error", reason=str(exc))

@@ -2,7 +2,7 @@
 
 A prompt hook is a fresh Python process, and before this module it spent more time importing (pathlib,
 platformdirs, the hook and socket code) than recalling. This module loads only json, `_socket` and
-`memvault.proctime` beyond what Python starts with. It sends the event to the service's `prompt_hook`
+`memvault.proctime`/`userfiles` beyond what Python starts with. It sends the event to the service's `prompt_hook`
 op (`hooks.served`), which runs `events.respond` as the hook would and answers with what to print and
 the files to write (the session's injected list, the log line); they are written here, once the
 answer has arrived, so a late answer changes nothing. Whenever anything is not as expected (no
@@ -19,7 +19,7 @@ import stat
 import sys
 import time
 
-from memvault import proctime
+from memvault import proctime, userfiles
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING (mypy reads it so) without importing typing at run time
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 OP = "prompt_hook"
 SOCKET_NAME, INFO_NAME = "embed.sock", "service.json"  # as recall.client names them
-MAX_PAYLOAD = 8 * 1024 * 1024  # as events.MAX_PAYLOAD
+MAX_PAYLOAD = 8 * 1024 * 1024  # bytes of the event JSON read from stdin (here and by `events.read_payload`)
 MAX_REPLY = 4 * 1024 * 1024
 # A bigger event goes the full way: the service reads requests of up to 4 MB, and JSON escaping can grow one.
 MAX_HANDED = 1024 * 1024
@@ -87,7 +87,7 @@ def hand_over(event: str, host: str | None = None) -> tuple[bytes, str] | None:
         if isinstance(reply, str):
             return raw, reply
         for path, text in reply["writes"]:  # before printing: if one fails, the full hook runs instead
-            _replace(path, text)
+            userfiles.replace(path, text)
     except TimeoutError:  # the socket's own timeout or a deadline here
         return raw, "the service did not answer in time"
     except Exception as exc:  # anything unexpected: the full hook runs, as it would without the service
@@ -95,16 +95,8 @@ def hand_over(event: str, host: str | None = None) -> tuple[bytes, str] | None:
     if reply["stdout"]:
         sys.stdout.write(reply["stdout"])
         sys.stdout.flush()
-    started, from_process_start = proctime.started()
-    record = {**reply["record"], "duration_ms": round((time.monotonic() - started) * 1000, 1)}
-    if not from_process_start:
-        record["duration_from"] = "hook"
-    try:
-        fd = os.open(reply["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)  # one write: lines never mix
-        try:
-            os.write(fd, (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8", "replace"))
-        finally:
-            os.close(fd)
+    try:  # noqa: SIM105 - contextlib costs this process 5 ms of imports
+        userfiles.append_line(reply["log"], json.dumps({**reply["record"], **proctime.waited()}, ensure_ascii=False))
     except (OSError, TypeError, ValueError):
         pass  # a full disk must not break the session
     return None
@@ -174,19 +166,3 @@ class _Lines:
             self.buffer += chunk
         line, _, self.buffer = self.buffer.partition(b"\n")
         return line
-
-
-def _replace(path: str, text: str) -> None:
-    """Atomic, user-only write of a small file whose folder exists (as runtime.write_json)."""
-    tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{os.getpid()}.{time.monotonic_ns()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:  # noqa: SIM105 - contextlib costs this process 5 ms of imports
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise

@@ -42,9 +42,10 @@ def prompt_hook(call: service.Call) -> dict[str, Any]:
     age = time.monotonic() - started
     if not 0 <= age < MAX_AGE_S:  # the two processes share the monotonic clock; anything else is not a hook's start
         return {"ok": False, "error": "started is not this machine's recent monotonic time"}
-    budget = runtime.settings(environ)["recall"]["prompt_budget_ms"]  # a bad config raises: the hook reports it
+    settings = runtime.settings(environ)  # the hook's overrides applied; a bad config raises: the hook reports it
+    budget = settings["recall"]["prompt_budget_ms"]
     call.tell({"ok": True, "wait_ms": max(0.0, budget - age * 1000)})  # how long the hook process should wait
-    served = events.Served(float(started), call.recall, environ)
+    served = events.Served(float(started), call.recall, settings)
     token = events.SERVED.set(served)
     payload = events.parse_payload(text)
     try:
