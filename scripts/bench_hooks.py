@@ -34,8 +34,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_latency as bl  # the synthetic vault and its helpers are shared
 
+from memvault.claude.settings import INTERPRETER_FLAGS
+
 REPO = bl.REPO
 HOOKS = REPO / "memvault" / "hooks"
+PYTHON = [sys.executable, *INTERPRETER_FLAGS]  # a hook's command line, as `memvault install` registers it
 TRANSCRIPT = REPO / "tests" / "data" / "transcripts" / "spotter" / "short.jsonl"  # a real one, carried in the repo
 TARGETS = {"UserPromptSubmit warm": "p50 ≤ 2.5×, p95 ≤ 4× bare", "UserPromptSubmit cold": "p50 ≤ 3× bare",
            "SessionStart": "p50 ≤ 150 ms", "Stop": "≤ 100 ms"}  # fmt: skip
@@ -44,7 +47,7 @@ TARGETS = {"UserPromptSubmit warm": "p50 ≤ 2.5×, p95 ≤ 4× bare", "UserProm
 def hook(name: str, payload: dict, env: dict[str, str]) -> tuple[float, str]:
     started = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, str(HOOKS / f"{name}.py")], input=json.dumps(payload), env=env, capture_output=True, text=True
+        [*PYTHON, str(HOOKS / f"{name}.py")], input=json.dumps(payload), env=env, capture_output=True, text=True
     )
     elapsed = (time.perf_counter() - started) * 1000
     if done.returncode != 0:
@@ -142,6 +145,7 @@ def main() -> int:
         transcript = base / "transcript.jsonl"
         shutil.copy(TRANSCRIPT, transcript)
         bare = bl.bare(env, args.runs)
+        bare_s = [bl.run([sys.executable, "-S", "-c", "pass"], env)[0] for _ in range(args.runs)]
         prompt = {"prompt": bl.PROMPTS}
         reflect = {"transcript_path": str(transcript), "stop_hook_active": False}
         # The service loads an index's vectors into memory on its first recall of it (then reloads them in the
@@ -170,14 +174,16 @@ def main() -> int:
         client.stop()
         if not args.keep:
             shutil.rmtree(base, ignore_errors=True)
-    print_table(rows, statistics.median(bare), args.size, jobs)
+    print_table(rows, statistics.median(bare), statistics.median(bare_s), args.size, jobs)
     if args.json:
-        args.json.write_text(json.dumps({"rows": rows, "bare_p50": statistics.median(bare), "jobs": jobs}, indent=2))
+        out = {"rows": rows, "bare_p50": statistics.median(bare), "bare_no_site_p50": statistics.median(bare_s)}
+        args.json.write_text(json.dumps({**out, "jobs": jobs}, indent=2))
     return 0
 
 
-def print_table(rows: list[dict], bare: float, size: int, jobs: dict[str, list[float]]) -> None:
-    print(f"\n{size:,} notes; bare `python -c pass` p50 {bare:.0f} ms (one before every hook run)\n")
+def print_table(rows: list[dict], bare: float, bare_s: float, size: int, jobs: dict[str, list[float]]) -> None:
+    print(f"\n{size:,} notes; bare `python -c pass` p50 {bare:.0f} ms (one before every hook run; the ratios)")
+    print(f"bare `python -S -c pass` p50 {bare_s:.0f} ms (the hooks run with -S, as installed)\n")
     print("| hook | p50 | p95 | max | p50 / p95 of hook ÷ bare | recall in process p50 / p95 | results | target |")
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from memvault import runtime
+from memvault.claude.settings import INTERPRETER_FLAGS
 
 from .conftest import REPO
 
@@ -25,7 +26,7 @@ LATE_START = (
 
 def run_late(hook: str, delay: float, payload: dict[str, object]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-c", LATE_START, str(delay), str(HOOKS / f"{hook}.py")],
+        [sys.executable, *INTERPRETER_FLAGS, "-c", LATE_START, str(delay), str(HOOKS / f"{hook}.py")],
         input=json.dumps(payload),
         capture_output=True,
         text=True,

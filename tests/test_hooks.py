@@ -16,10 +16,12 @@ from typing import Any
 import pytest
 
 from memvault import runtime
+from memvault.claude.settings import INTERPRETER_FLAGS
 
 from .conftest import REPO, TRANSCRIPTS, configure
 
 HOOKS = REPO / "memvault" / "hooks"
+PYTHON = [sys.executable, *INTERPRETER_FLAGS]  # as `memvault install` registers the hooks
 EVENTS = {
     "session_start": "SessionStart",
     "user_prompt_submit": "UserPromptSubmit",
@@ -47,7 +49,7 @@ def payload(event: str, session: str = "sess-1", **extra: Any) -> dict[str, Any]
 def run_hook(name: str, stdin: str | dict[str, Any], **env: str) -> subprocess.CompletedProcess[str]:
     text = stdin if isinstance(stdin, str) else json.dumps(stdin)
     return subprocess.run(
-        [sys.executable, str(HOOKS / f"{name}.py")],
+        [*PYTHON, str(HOOKS / f"{name}.py")],
         input=text,
         capture_output=True,
         text=True,
@@ -66,7 +68,7 @@ def run_hook_loading(
         f"print(sorted(m for m in sys.modules if m.startswith({prefixes!r})), file=sys.stderr)\n"
     )
     result = subprocess.run(
-        [sys.executable, "-c", probe, str(HOOKS / f"{name}.py")],
+        [*PYTHON, "-c", probe, str(HOOKS / f"{name}.py")],
         input=json.dumps(stdin), capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
@@ -152,6 +154,21 @@ def test_hooks_never_import_click_rich_yaml_or_the_model(hook_vault: Path) -> No
         stdin = payload(EVENTS[name], prompt=FLAKY, source="resume")
         _, loaded = run_hook_loading(name, stdin, heavy)
         assert [m for m in loaded if m.split(".")[0] in heavy] == [], name
+
+
+def test_hooks_registered_with_or_without_the_site_flag_do_the_same_work(hook_vault: Path) -> None:
+    """`python -S` (what install writes now) runs the site set-up itself before a full hook; an install from
+    before the flag (`python <script>`) still works as it did."""
+    run_hook("session_start", payload("SessionStart", source="startup"))
+    for python in ([sys.executable], PYTHON):
+        result = subprocess.run(
+            [*python, str(HOOKS / "user_prompt_submit.py")],
+            input=json.dumps(payload("UserPromptSubmit", session=f"s-{len(python)}", prompt=FLAKY)),
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert result.returncode == 0 and result.stderr == "", result.stderr
+        assert "bisecting-flaky-tests.md" in context_of(result, "UserPromptSubmit")
+        assert log_records("UserPromptSubmit")[-1]["mode"] == "keyword"  # the full hook, its index read itself
 
 
 @pytest.mark.parametrize("own", ["home", "xdg", "temp"])
@@ -463,9 +480,9 @@ def test_prompt_recall_is_hybrid_with_the_service_and_keeps_the_budget_when_it_h
         assert record["served"] is True and "not_served" not in record, why  # the service ran the event
         assert runtime.injected("sess-1")["recalled"] == [h["path"] for h in record["injected"]]  # written here
 
-        # Handed over, the hook process loads none of the hook, recall or platform-path code.
+        # Handed over, the hook process loads none of the hook, recall or platform-path code, nor `site` (`-S`).
         stdin = payload("UserPromptSubmit", session="s-probe", prompt=FLAKY)
-        handed, loaded = run_hook_loading("user_prompt_submit", stdin, ("memvault", "platformdirs"))
+        handed, loaded = run_hook_loading("user_prompt_submit", stdin, ("memvault", "platformdirs", "site"))
         assert "bisecting-flaky-tests.md" in context_of(handed, "UserPromptSubmit")
         fast_way = ["memvault", "memvault.hooks", "memvault.hooks.fast", "memvault.proctime", "memvault.userfiles"]
         assert loaded == fast_way, loaded
@@ -490,7 +507,7 @@ def test_prompt_recall_is_hybrid_with_the_service_and_keeps_the_budget_when_it_h
         # Codex CLI's and Gemini CLI's prompt events take the same short way, answered in their own shape.
         for host, event in (("codex", "UserPromptSubmit"), ("gemini", "BeforeAgent")):
             answer = subprocess.run(
-                [sys.executable, str(HOOKS / "host_event.py"), host, event],
+                [*PYTHON, str(HOOKS / "host_event.py"), host, event],
                 input=json.dumps(payload(event, session=f"s-{host}", prompt=FLAKY)),
                 capture_output=True, text=True, timeout=60,
             )  # fmt: skip
@@ -643,7 +660,7 @@ def hook_chain(tmp_path: Path, events: list[tuple[str, dict[str, Any]]]) -> str:
     for n, (name, data) in enumerate(events):
         path = tmp_path / f"{data['session_id']}-{n}.json"
         path.write_text(json.dumps(data))
-        steps.append(f"'{sys.executable}' '{HOOKS / name}.py' < '{path}'")
+        steps.append(f"'{sys.executable}' -S '{HOOKS / name}.py' < '{path}'")
     return " && ".join(steps)
 
 
@@ -725,7 +742,7 @@ def test_session_start_job_indexes_project_skills_outside_the_project_dir(hook_v
     # directory would put it first on sys.path).
     (project / "json.py").write_text("raise SystemExit('the project shadowed the stdlib')\n", encoding="utf-8")
     result = subprocess.run(  # the host runs hooks in the project directory
-        [sys.executable, str(HOOKS / "session_start.py")],
+        [*PYTHON, str(HOOKS / "session_start.py")],
         input=json.dumps(payload("SessionStart", source="startup", cwd=str(project))),
         capture_output=True, text=True, timeout=60, cwd=project,
     )  # fmt: skip

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from memvault import runtime
+from memvault.claude.settings import INTERPRETER_FLAGS
 
 from .conftest import REPO
 from .test_hooks import hook_vault  # the example vault, keyword-only, its keyword floor lowered
@@ -29,7 +30,11 @@ FLAKY = "how do I fix a flaky test that fails only sometimes on CI?"
 def run(host: str, event: str, stdin: str | dict[str, Any]) -> subprocess.CompletedProcess[str]:
     text = stdin if isinstance(stdin, str) else json.dumps(stdin)
     return subprocess.run(
-        [sys.executable, str(LAUNCHER), host, event], input=text, capture_output=True, text=True, timeout=60
+        [sys.executable, *INTERPRETER_FLAGS, str(LAUNCHER), host, event],
+        input=text,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 
@@ -116,7 +121,7 @@ def test_the_host_launcher_never_imports_click_rich_yaml_or_the_model(hook_vault
     for host, event in (("codex", "UserPromptSubmit"), ("gemini", "BeforeAgent")):
         key = "UserPromptSubmit" if host == "codex" else "BeforeAgent"
         result = subprocess.run(
-            [sys.executable, "-c", probe, str(LAUNCHER), host, event],
+            [sys.executable, *INTERPRETER_FLAGS, "-c", probe, str(LAUNCHER), host, event],
             input=json.dumps(recorded(host, key, prompt=FLAKY)),
             capture_output=True,
             text=True,

@@ -73,7 +73,7 @@ def test_codex_install_merges_beside_other_hooks_trusts_only_when_asked_and_unin
     assert data["hooks"]["SessionStart"][0]["matcher"] == "startup|resume|clear"
     assert [h["timeout"] for h in mine["SessionEnd"]] == [3]  # seconds; Codex clamps SessionEnd to 3
     words = shlex.split(mine["UserPromptSubmit"][0]["command"])
-    assert words == [sys.executable, str(REPO / "memvault/hooks/host_event.py"), "codex", "UserPromptSubmit"]
+    assert words == [sys.executable, "-S", str(REPO / "memvault/hooks/host_event.py"), "codex", "UserPromptSubmit"]
     assert "args" not in mine["UserPromptSubmit"][0]  # Codex ignores `args`
 
     run("install", "--host", "codex", "--trust-hooks")

@@ -135,7 +135,7 @@ def test_install_sh_merges_into_existing_settings_is_idempotent_and_uninstalls_b
     assert set(ours) == {"SessionStart", "UserPromptSubmit", "Stop", "SessionEnd", "Notification"}
     for handler in ours.values():
         assert handler["command"] == str(venv / "bin/python")
-        assert Path(handler["args"][0]).is_file()
+        assert Path(handler["args"][-1]).is_file()
     before = json.loads(OTHER_TOOL)
     assert after["model"] == "opus" and after["permissions"] == before["permissions"]
     assert before["hooks"]["UserPromptSubmit"][0] in after["hooks"]["UserPromptSubmit"]

@@ -64,7 +64,7 @@ def test_hook_entries_have_the_contracts_exec_form(interpreter, hooks_dir) -> No
         [handler] = group["hooks"]
         assert set(handler) == {"type", "command", "args", "timeout"}  # §2.2 handler fields, exec form
         assert handler["type"] == "command" and handler["command"] == str(interpreter)
-        assert handler["args"] == [str(hooks_dir / f"{SCRIPTS[event]}.py")]
+        assert handler["args"] == ["-S", str(hooks_dir / f"{SCRIPTS[event]}.py")]  # site set-up only when needed
         assert isinstance(handler["timeout"], int) and 1 <= handler["timeout"] <= 10  # seconds (§1.4)
         assert cs.our_script(handler) == SCRIPTS[event]
     assert entries["Notification"]["matcher"] == "idle_prompt"
@@ -75,7 +75,8 @@ def test_windows_entries_use_the_venvs_python_exe_and_backslash_paths() -> None:
     handler = cs.hook_entries(WIN_PY, WIN_HOOKS)["SessionStart"]["hooks"][0]
     assert handler["command"] == r"C:\Users\Ann\AppData\Local\memvault\venv\Scripts\python.exe"
     assert handler["args"] == [
-        r"C:\Users\Ann\AppData\Local\memvault\venv\Lib\site-packages\memvault\hooks\session_start.py"
+        "-S",
+        r"C:\Users\Ann\AppData\Local\memvault\venv\Lib\site-packages\memvault\hooks\session_start.py",
     ]
     cs.check_interpreter(WIN_PY)  # accepted
 
@@ -128,10 +129,24 @@ def test_a_moved_venv_replaces_ours_in_place() -> None:
     assert set(new.updated) == set(SCRIPTS) and not new.added
     for event in SCRIPTS:
         [handler] = ours(new.data, event)
-        assert handler["command"] == str(NEW_PY) and handler["args"][0].startswith("/new/venv/")
+        assert handler["command"] == str(NEW_PY) and handler["args"][-1].startswith("/new/venv/")
     stop = new.data["hooks"]["Stop"]
     assert stop[0] == THEIRS_STOP and stop[2]["hooks"][0]["command"] == "later-tool"  # ours kept its place
     assert stop[1]["hooks"][0]["command"] == str(NEW_PY)
+
+
+def test_an_install_from_before_the_site_flag_is_recognised_and_upgraded_in_place() -> None:
+    """Releases before `-S` wrote `args: [script]`: still ours, and a new install rewrites it with the flag."""
+    old = cs.merge(settings_with_theirs(), cs.hook_entries(OLD_PY, OLD_HOOKS)).data
+    for groups in old["hooks"].values():
+        for group in groups:
+            for handler in group["hooks"]:
+                if cs.our_script(handler):
+                    handler["args"] = handler["args"][1:]
+    assert cs.installed_events(old) == SCRIPTS
+    new = cs.merge(old, cs.hook_entries(NEW_PY, NEW_HOOKS))
+    assert set(new.updated) == set(SCRIPTS) and not new.added
+    assert all(ours(new.data, event)[0]["args"][0] == "-S" for event in SCRIPTS)
 
 
 def test_duplicates_and_our_handler_inside_another_tools_group_are_cleaned_up() -> None:
@@ -224,7 +239,7 @@ def test_install_creates_settings_and_skill_and_uninstall_removes_all_of_it(clau
     assert cs.installed_events(settings) == SCRIPTS
     handler = ours(settings, "SessionStart")[0]
     assert handler["command"] == os.path.abspath(sys.executable)
-    assert Path(handler["args"][0]) == REPO / "memvault" / "hooks" / "session_start.py"
+    assert Path(handler["args"][-1]) == REPO / "memvault" / "hooks" / "session_start.py"
     skill = claude / "skills" / "memvault" / "SKILL.md"
     assert skillfile.is_our_skill(skill)
     assert "add hook SessionStart" in result.output and "memvault init PATH" in result.output  # no vault yet

@@ -76,7 +76,8 @@ def test_hooks_json_is_exec_form_with_scripts_that_exist_in_the_plugin() -> None
         [group] = groups
         [handler] = group["hooks"]
         assert handler["type"] == "command" and handler["command"] == "python3"
-        [script] = handler["args"]
+        flag, script = handler["args"]
+        assert flag == "-S"  # as `memvault install` writes it: the launcher runs the site set-up when needed
         assert script.startswith("${CLAUDE_PLUGIN_ROOT}/")
         assert (REPO / script.removeprefix("${CLAUDE_PLUGIN_ROOT}/")).is_file()
         assert settings.our_script(handler) is not None  # `memvault install` recognises it as ours
@@ -86,7 +87,7 @@ def test_hooks_json_matches_what_memvault_install_writes() -> None:
     """Same events, scripts, matchers and timeouts as the settings.json route (settings.HOOKS)."""
     data = _plugin_hooks()["hooks"]
     plugin = {
-        event: (Path(g["hooks"][0]["args"][0]).stem, g.get("matcher"), g["hooks"][0]["timeout"])
+        event: (Path(g["hooks"][0]["args"][-1]).stem, g.get("matcher"), g["hooks"][0]["timeout"])
         for event, [g] in data.items()
     }
     installed = {spec.event: (spec.script, spec.matcher, spec.timeout) for spec in settings.HOOKS}
@@ -95,7 +96,7 @@ def test_hooks_json_matches_what_memvault_install_writes() -> None:
     for event, group in entries.items():
         plugin_group = dict(data[event][0])
         handler = {**plugin_group.pop("hooks")[0], "command": "/venv/bin/python"}
-        handler["args"] = [handler["args"][0].replace("${CLAUDE_PLUGIN_ROOT}", "/x")]
+        handler["args"] = [a.replace("${CLAUDE_PLUGIN_ROOT}", "/x") for a in handler["args"]]
         assert {**plugin_group, "hooks": [handler]} == group
 
 

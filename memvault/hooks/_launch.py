@@ -1,6 +1,9 @@
 """Shared by the hook scripts here: import memvault (the enclosing checkout's when it is not installed), run one event.
 
 A hook must never hurt the session, so a Python without memvault makes every hook exit 0 silently.
+The hooks are registered as `python -S <script>`: the prompt's short way (`memvault.hooks.fast`) needs
+nothing from site-packages, and the interpreter's site set-up (the venv's packages and their `.pth` files,
+7 ms in a plain venv, 28 ms with an editable install's finder) runs only when a hook does its full work.
 As a Claude Code plugin (`CLAUDE_PLUGIN_DATA` set) memvault always comes from the plugin's own folder
 and its dependencies from the plugin's venv (`memvault.claude.plugin_setup`); until that venv exists the
 hooks exit 0 at once, and SessionStart starts installing it in the background.
@@ -18,6 +21,9 @@ if TYPE_CHECKING:
 
 # The checkout, or the plugin folder (CLAUDE_PLUGIN_ROOT); os.path, as pathlib costs a prompt hook 8 ms of imports.
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
+_site_done = False
+if sys.flags.no_site:  # this hook's own memvault (checkout or site-packages), after the standard library
+    sys.path.append(ROOT)
 
 
 # Handed to the warm service first (`memvault.hooks.fast`): the prompt events, Claude Code's and the other
@@ -29,6 +35,7 @@ FAST_HOST_EVENTS = (("codex", "UserPromptSubmit"), ("gemini", "BeforeAgent"))
 def run(event: str) -> None:
     data = os.environ.get("CLAUDE_PLUGIN_DATA")
     if data:
+        _site()
         _plugin(event, data)
     stdin, why = _hand_over(event, None) if event in FAST_EVENTS else (None, None)
     main = _import("events").main
@@ -50,9 +57,23 @@ def _hand_over(event: str, host: str | None) -> tuple[io.TextIOWrapper | None, s
     return io.TextIOWrapper(io.BytesIO(not_served[0]), encoding="utf-8"), not_served[1]
 
 
+def _site() -> None:
+    """The site set-up `python -S` skipped (documented as `site.main()`), once, before any full hook's imports."""
+    global _site_done
+    if sys.flags.no_site and not _site_done:
+        _site_done = True
+        import site
+
+        site.main()
+
+
 def _import(name: str) -> Any:
-    """`memvault.hooks.<name>`: installed, else the package this folder is in (a plugin checkout), else exit 0."""
+    """`memvault.hooks.<name>`: installed, else the package this folder is in (a plugin checkout), else exit 0.
+    Anything but the short way's module gets the site set-up first (`_site`)."""
     import importlib
+
+    if name != "fast":
+        _site()
 
     try:
         return importlib.import_module(f"memvault.hooks.{name}")

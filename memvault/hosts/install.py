@@ -107,7 +107,9 @@ def hook_entries(host: str, python: PurePath, hooks_dir: PurePath) -> dict[str, 
         handler: dict[str, Any] = {"type": "command"}
         if host == spec.GEMINI:
             handler["name"] = f"memvault-{event.name}"
-        handler["command"] = spec.shell_command([str(python), launcher, host, event.name], flavour(host, python))
+        handler["command"] = spec.shell_command(
+            [str(python), *cs.INTERPRETER_FLAGS, launcher, host, event.name], flavour(host, python)
+        )
         handler["timeout"] = known.timeout(event)
         group: dict[str, Any] = {"matcher": event.matcher} if event.matcher else {}
         group["hooks"] = [handler]
