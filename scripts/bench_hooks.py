@@ -3,21 +3,21 @@
     python scripts/bench_hooks.py [--locomo FILE] [--size 20000] [--runs 30] [--keep DIR] [--json OUT]
 
 Reports p50/p95 wall time per hook, from the hook process's spawn to its exit (what the host waits
-for), each hook run as `memvault install` registers it (`python -S <script>`), warm (embedding service up) and cold (service down: keyword-only recall, as in a session's
-first seconds). A bare `python -c pass` runs right before every hook run, so each run has its own
-ratio on a machine whose load drifts; the table gives p50/p95 of the times and of the ratios. The
-ratios depend on the Python that runs this script: a development checkout's venv (editable install)
-starts in about 40 ms, a regular install's in about 17, so run it from the venv you mean to measure. For
-UserPromptSubmit it also gives recall's own time inside the process that ran it (the service, or the
-hook when keyword-only), from the hook log; "served" in a result means the warm service ran the event
-for the hook process (`memvault.hooks.fast`). The first UserPromptSubmit after the service starts (it
-then loads the index's vectors into memory) has a row of its own. Plus UserPromptSubmit right after a
-config edit (the settings cache is rebuilt from YAML). The vault
-is bench_latency.py's synthetic one plus 20 always-load notes; its notes get copies of real vectors
-from an embedded 1,000-note vault (KNN cost does not depend on the vectors' content). Background jobs
-the hooks start are waited for between runs, so one run's job never slows the next run; their own
-durations are reported from the hook log. The notes' text comes from LoCoMo (--locomo FILE, or
-$MEMVAULT_BENCH_DATA/locomo/).
+for), each hook run as `memvault install` registers it (`python -S <script>`), warm (embedding
+service up) and cold (service down: keyword-only recall, as in a session's first seconds). A bare
+`python -c pass` runs right before every hook run, so each run has its own ratio on a machine whose
+load drifts; the table gives p50/p95 of the times and of the ratios. The ratios depend on the Python
+that runs this script: a development checkout's venv (editable install) starts in about 40 ms, a
+regular install's in about 17, so run it from the venv you mean to measure. For UserPromptSubmit it
+also gives recall's own time inside the process that ran it (the service, or the hook when
+keyword-only), from the hook log; "served" in a result means the warm service ran the event for the
+hook process (`memvault.hooks.fast`). The first UserPromptSubmit after the service starts (it then
+loads the index's vectors into memory) has a row of its own. Plus UserPromptSubmit right after a
+config edit (the settings cache is rebuilt from YAML). The vault is bench_latency.py's synthetic one
+plus 20 always-load notes; its notes get copies of real vectors from an embedded 1,000-note vault
+(KNN cost does not depend on the vectors' content). Background jobs the hooks start are waited for
+between runs, so one run's job never slows the next run; their own durations are reported from the
+hook log. The notes' text comes from LoCoMo (--locomo FILE, or $MEMVAULT_BENCH_DATA/locomo/).
 """
 
 from __future__ import annotations

@@ -154,6 +154,9 @@ def test_hooks_never_import_click_rich_yaml_or_the_model(hook_vault: Path) -> No
         stdin = payload(EVENTS[name], prompt=FLAKY, source="resume")
         _, loaded = run_hook_loading(name, stdin, heavy)
         assert [m for m in loaded if m.split(".")[0] in heavy] == [], name
+    # With no service running, a keyword-only prompt never opens a socket, nor imports the module (3–5 ms).
+    _, loaded = run_hook_loading("user_prompt_submit", payload("UserPromptSubmit", prompt=FLAKY), ("socket",))
+    assert loaded == [] and log_records("UserPromptSubmit")[-1]["mode"] == "keyword"
 
 
 def test_hooks_registered_with_or_without_the_site_flag_do_the_same_work(hook_vault: Path) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import json
-import socket
 import sys
 import time
 from pathlib import Path
@@ -34,6 +33,7 @@ ENTRY = "memvault.hooks.served"
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING (mypy reads it so) without importing typing at run time
 if TYPE_CHECKING:  # the prompt path imports neither typing nor dataclasses
+    import socket
     from typing import Any
 
 
@@ -75,6 +75,8 @@ def read_info() -> dict[str, Any] | None:
 
 
 def _connect(info: dict[str, Any], deadline: float) -> socket.socket | None:
+    import socket  # here: a keyword-only prompt hook (no service running) never needs it, 3–5 ms of imports
+
     remaining = deadline - time.monotonic()
     if remaining <= 0:
         return None
