@@ -44,7 +44,8 @@ HOOKS: tuple[HookSpec, ...] = (
 )
 
 # The interpreter's flags before a hook script: `-S` skips the site set-up at start; the launcher runs it
-# (`site.main()`) only when the hook does its full work, so the prompt's short way starts 7–30 ms sooner.
+# (`site.main()`) only when the hook does its full work. The served prompt took 15 ms less in an editable
+# install, about the same in a regular one (wiki/explanation/hooks.md).
 INTERPRETER_FLAGS = ("-S",)
 
 _SCRIPTS = {spec.script for spec in HOOKS}

@@ -2,8 +2,9 @@
 
 A hook must never hurt the session, so a Python without memvault makes every hook exit 0 silently.
 The hooks are registered as `python -S <script>`: the prompt's short way (`memvault.hooks.fast`) needs
-nothing from site-packages, and the interpreter's site set-up (the venv's packages and their `.pth` files,
-7 ms in a plain venv, 28 ms with an editable install's finder) runs only when a hook does its full work.
+nothing from site-packages, and the interpreter's site set-up (the venv's packages and their `.pth` files:
+1–2 ms in a regular venv, about 26 ms with an editable install's finder) runs only when a hook does its full
+work.
 As a Claude Code plugin (`CLAUDE_PLUGIN_DATA` set) memvault always comes from the plugin's own folder
 and its dependencies from the plugin's venv (`memvault.claude.plugin_setup`); until that venv exists the
 hooks exit 0 at once, and SessionStart starts installing it in the background.
