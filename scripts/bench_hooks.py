@@ -12,7 +12,8 @@ regular install's in about 17, so run it from the venv you mean to measure. For 
 also gives recall's own time inside the process that ran it (the service, or the hook when
 keyword-only), from the hook log; "served" in a result means the warm service ran the event for the
 hook process (`memvault.hooks.fast`). The first UserPromptSubmit after the service starts (it then
-loads the index's vectors into memory) has a row of its own. Plus UserPromptSubmit right after a
+loads the index's vectors into memory) has a row of its own; the warm rows start once the vectors
+are in memory, as SessionStart's job has them in a session. Plus UserPromptSubmit right after a
 config edit (the settings cache is rebuilt from YAML). The vault is bench_latency.py's synthetic one
 plus 20 always-load notes; its notes get copies of real vectors from an embedded 1,000-note vault
 (KNN cost does not depend on the vectors' content). Background jobs the hooks start are waited for
@@ -71,6 +72,17 @@ def wait_jobs(home: Path, expected: int, timeout: float = 300) -> None:
         if time.monotonic() > deadline:
             raise SystemExit("a background job did not finish")
         time.sleep(0.05)
+
+
+def wait_in_memory(index: Path, timeout: float = 300) -> None:
+    """Until the warm service lists `index` among those whose vectors it holds in memory."""
+    from memvault.recall import client
+
+    deadline = time.monotonic() + timeout
+    while str(index) not in ((client.status() or {}).get("in_memory") or []):
+        if time.monotonic() > deadline:
+            raise SystemExit("the service did not load the index's vectors")
+        time.sleep(0.1)
 
 
 def measure(
@@ -154,6 +166,9 @@ def main() -> int:
         # background after writes): that first prompt is reported on its own row, the warm rows come after it.
         rows.append(measure("UserPromptSubmit, first after the service started", "user_prompt_submit",
                             "UserPromptSubmit", env, home, 1, prompt))  # fmt: skip
+        # Warm means the service holds the index's vectors in memory, as a session's SessionStart job has it do
+        # (hooks.jobs.load_vectors); until then recall scans with sqlite-vec while a thread loads them.
+        wait_in_memory(Path(report["index"]))
         for state in ("warm", "cold"):
             if state == "cold":
                 client.stop()
