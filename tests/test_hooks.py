@@ -157,6 +157,9 @@ def test_hooks_never_import_click_rich_yaml_or_the_model(hook_vault: Path) -> No
     # With no service running, a keyword-only prompt never opens a socket, nor imports the module (3–5 ms).
     _, loaded = run_hook_loading("user_prompt_submit", payload("UserPromptSubmit", prompt=FLAKY), ("socket",))
     assert loaded == [] and log_records("UserPromptSubmit")[-1]["mode"] == "keyword"
+    # SessionStart reads the change log without compiling the secret patterns (about 30 ms), needed only to write it.
+    _, loaded = run_hook_loading("session_start", payload("SessionStart", source="startup"), ("memvault.store",))
+    assert "memvault.store.changelog" in loaded and "memvault.store.secrets" not in loaded, loaded
 
 
 def test_hooks_registered_with_or_without_the_site_flag_do_the_same_work(hook_vault: Path) -> None:

@@ -20,8 +20,6 @@ from pathlib import Path
 
 from memvault.text import plural
 
-from . import secrets
-
 FOLDER = "_meta"
 PREFIX = "changelog-"
 PAGE_MAX_BYTES = 256 * 1024  # a month holding more continues on changelog-YYYY-MM-2.md, -3, …
@@ -84,6 +82,8 @@ def line(record: Record, when: dt.datetime, path: str) -> str:
     why += [f"{name} {value}" for name, value in facts if value]
     parts = [f"{when:%Y-%m-%d %H:%M}", record.action, wikilink(path) if path else "—", ", ".join(why) or "—"]
     text = " ".join(SEP.join(parts).split())
+    from . import secrets  # here: compiling its patterns costs SessionStart, which only reads pages, about 30 ms
+
     return "- " + secrets.redact(text)[0]
 
 
