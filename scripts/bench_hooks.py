@@ -159,7 +159,7 @@ def main() -> int:
         transcript = base / "transcript.jsonl"
         shutil.copy(TRANSCRIPT, transcript)
         bare = bl.bare(env, args.runs)
-        bare_s = [bl.run([sys.executable, "-S", "-c", "pass"], env)[0] for _ in range(args.runs)]
+        bare_s = bl.bare(env, args.runs, INTERPRETER_FLAGS)  # the hooks' own start, for comparison
         prompt = {"prompt": bl.PROMPTS}
         reflect = {"transcript_path": str(transcript), "stop_hook_active": False}
         # The service loads an index's vectors into memory on its first recall of it (then reloads them in the
@@ -200,7 +200,8 @@ def main() -> int:
 
 def print_table(rows: list[dict], bare: float, bare_s: float, size: int, jobs: dict[str, list[float]]) -> None:
     print(f"\n{size:,} notes; bare `python -c pass` p50 {bare:.0f} ms (one before every hook run; the ratios)")
-    print(f"bare `python -S -c pass` p50 {bare_s:.0f} ms (the hooks run with -S, as installed)\n")
+    flags = " ".join(INTERPRETER_FLAGS)
+    print(f"bare `python {flags} -c pass` p50 {bare_s:.0f} ms (the hooks run with {flags}, as installed)\n")
     print("| hook | p50 | p95 | max | p50 / p95 of hook ÷ bare | recall in process p50 / p95 | results | target |")
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:

@@ -134,8 +134,9 @@ def latency(index_file: Path, env: dict[str, str], runs: int, keyword_only: bool
     return times, modes
 
 
-def bare(env: dict[str, str], runs: int) -> list[float]:
-    return [run([sys.executable, "-c", "pass"], env)[0] for _ in range(runs)]
+def bare(env: dict[str, str], runs: int, flags: tuple[str, ...] = ()) -> list[float]:
+    """`runs` timings of a bare `python [flags] -c pass`."""
+    return [run([sys.executable, *flags, "-c", "pass"], env)[0] for _ in range(runs)]
 
 
 def save_to_searchable(vault: Path, env: dict[str, str]) -> float:

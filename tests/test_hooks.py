@@ -666,7 +666,7 @@ def hook_chain(tmp_path: Path, events: list[tuple[str, dict[str, Any]]]) -> str:
     for n, (name, data) in enumerate(events):
         path = tmp_path / f"{data['session_id']}-{n}.json"
         path.write_text(json.dumps(data))
-        steps.append(f"'{sys.executable}' -S '{HOOKS / name}.py' < '{path}'")
+        steps.append(" ".join(f"'{word}'" for word in [*PYTHON, f"{HOOKS / name}.py"]) + f" < '{path}'")
     return " && ".join(steps)
 
 
