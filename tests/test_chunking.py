@@ -86,3 +86,8 @@ def test_identifiers_are_codes_and_names_not_words() -> None:
     query = "why KX-4471 and ERR_OSSL_EVP, getUserById in config.yaml, not pre-commit or 2023 or well"
     assert chunking.identifiers(query) == ['"kx 4471"', '"err ossl evp"', '"getuserbyid"', '"config yaml"']
     assert chunking.identifiers("a test that fails only sometimes") == []
+    # Unrelated prompts that passed the relevance floor as "exact identifiers" against a vault of notes:
+    # the index reads `__name__` as the word `name`, and `e.g.` as the letters e and g.
+    assert chunking.identifiers('what does if __name__ == "__main__" do; difference between i.e. and e.g.') == []
+    found = chunking.identifiers("__init__ of os.path and snake_case, TLS_1_3")
+    assert found == ['"os path"', '"snake case"', '"tls 1 3"']

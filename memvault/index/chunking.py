@@ -22,7 +22,7 @@ _WIKILINK = re.compile(r"!?\[\[([^\]\[|#^]*)(?:#[^\]|]*)?(?:\|[^\]]*)?\]\]")
 _WORD = re.compile(r"\w+", re.UNICODE)
 _TOKEN = re.compile(r"\w[\w.\-/:]*\w|\w", re.UNICODE)
 _CAMEL = re.compile(r"[a-z][A-Z]")
-_DOTTED = re.compile(r"[A-Za-z]\.[A-Za-z]")
+_DOTTED = re.compile(r"[A-Za-z]{2}\.[A-Za-z]{2}")  # config.yaml, os.path; not e.g., i.e.
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
 
 
@@ -162,15 +162,17 @@ def identifiers(query: str) -> list[str]:
     """Tokens of a query that name one exact thing: error codes, snake_case, camelCase, dotted names.
 
     `KX-4471`, `ERR_OSSL_EVP_UNSUPPORTED`, `0308010C`, `getUserById`, `config.yaml` are; plain words,
-    numbers and hyphenated words (`pre-commit`) are not. Each comes back as an FTS5 phrase query.
+    numbers, hyphenated words (`pre-commit`), abbreviations (`e.g.`) and underscores around one plain
+    word (`__name__`, `_private`: the index reads them as the word `name`, found everywhere) are not.
+    Each comes back as an FTS5 phrase query.
     """
     out: dict[str, None] = {}
     for token in _TOKEN.findall(query):
         letters, digits = any(c.isalpha() for c in token), any(c.isdigit() for c in token)
-        if (letters and digits) or "_" in token or _CAMEL.search(token) or _DOTTED.search(token):
-            words = _WORD.findall(token.replace("_", " ").lower())
-            if words:
-                out.setdefault('"' + " ".join(words) + '"', None)
+        words = _WORD.findall(token.replace("_", " ").lower())
+        snake = "_" in token and (len(words) > 1 or digits)
+        if words and ((letters and digits) or snake or _CAMEL.search(token) or _DOTTED.search(token)):
+            out.setdefault('"' + " ".join(words) + '"', None)
     return list(out)
 
 
