@@ -82,10 +82,12 @@ class RecallSettings:
     keyword_weight: float = _opt(0.3, low=0, high=1)
     fusion: str = _opt("adaptive", choices=("weighted", "rrf", "adaptive"))  # chosen by scripts/bench_recall.py
     # The relevance floor (scripts/calibrate_floor.py): a hit is injected only if cosine + coverage_weight ×
-    # keyword coverage reaches min_relevance (0 turns the floor off); keyword-only, coverage ≥ min_coverage.
+    # keyword coverage reaches min_relevance (0 turns the floor off); keyword-only, coverage ≥ min_coverage
+    # and at least min_shared_words of the prompt's content words in the chunk.
     min_relevance: float = _opt(0.435, low=0, high=2)
     coverage_weight: float = _opt(0.2, low=0, high=5)
-    min_coverage: float = _opt(0.655, low=0, high=1)
+    min_coverage: float = _opt(0.455, low=0, high=1)
+    min_shared_words: int = _opt(2, low=1, high=20)
     min_prompt_chars: int = _opt(12, low=0)
     max_context_chars: int = _opt(6000, low=200, high=9000)
     always_load_max: int = _opt(20, low=0, high=200)

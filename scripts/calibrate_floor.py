@@ -42,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_data
 import bench_recall as br  # the corpora, index building and scoring are shared
 
+from memvault import config
 from memvault.index import core as ix
 from memvault.index import embed, sync
 from memvault.recall import relevance, search
@@ -55,6 +56,8 @@ HELDOUT_SHARE = 0.3
 K_POSITIVE = 10  # LoCoMo R@10, as in bench_recall.py
 K_NEGATIVE = 5  # the hook injects recall.k = 5 entries at most
 BETAS = [round(0.1 * i, 1) for i in range(0, 16)]
+SHARED_WORDS = (1, 2, 3)
+POOLED = "all four, pooled"  # the grid of recall.min_shared_words for keyword-only recall
 
 
 @dataclass
@@ -63,6 +66,7 @@ class Hit:
     coverage: float
     identifier: bool
     keys: frozenset[str]  # evidence keys this hit holds (positives), empty for negatives
+    shared_words: int = 0
 
 
 @dataclass
@@ -75,6 +79,7 @@ class Asked:
     hits: list[Hit] = field(default_factory=list)
     category: int = 0
     source: str = ""
+    chars: int = 0  # the prompt's length: the hook skips prompts shorter than recall.min_prompt_chars
 
 
 # ---- collecting --------------------------------------------------------------------------------------------
@@ -89,7 +94,7 @@ def ask(
     out = []
     for h in result.hits:
         keys = corpus.keys.get(corpus.item(h), frozenset()) if corpus else frozenset()
-        out.append(Hit(h.cosine, h.coverage, h.identifier, keys))
+        out.append(Hit(h.cosine, h.coverage, h.identifier, keys, h.shared_words))
     return out
 
 
@@ -154,13 +159,15 @@ def collect(args: argparse.Namespace, embedder: embed.Embedder, work: Path) -> l
             for mode in ("hybrid", "keyword"):
                 vector = vectors[query.text] if mode == "hybrid" else None
                 hits = ask(index, corpus, query.text, vector, embedder.name, query.group, K_POSITIVE)
-                out.append(Asked(name, "positive", part, mode, frozenset(query.targets), hits, query.category))
+                targets, chars = frozenset(query.targets), len(query.text)
+                out.append(Asked(name, "positive", part, mode, targets, hits, query.category, "", chars))
     for name, index, _ in vaults:
         for prompt in negatives:
             for mode in ("hybrid", "keyword"):
                 vector = vectors[prompt["text"]] if mode == "hybrid" else None
                 hits = ask(index, None, prompt["text"], vector, embedder.name, None, K_NEGATIVE)
-                out.append(Asked(name, "negative", prompt["part"], mode, frozenset(), hits, 0, prompt["category"]))
+                part, source, chars = prompt["part"], prompt["category"], len(prompt["text"])
+                out.append(Asked(name, "negative", part, mode, frozenset(), hits, 0, source, chars))
         index.close()
     return out
 
@@ -169,7 +176,8 @@ def collect(args: argparse.Namespace, embedder: embed.Embedder, work: Path) -> l
 
 
 def passes(hit: Hit, floor: relevance.Floor, mode: str) -> bool:
-    signals = relevance.Signals(hit.cosine if mode == "hybrid" else None, hit.coverage, hit.identifier)
+    cosine = hit.cosine if mode == "hybrid" else None
+    signals = relevance.Signals(cosine, hit.coverage, hit.identifier, hit.shared_words)
     return relevance.verdict(signals, floor)[0]
 
 
@@ -185,9 +193,10 @@ def recall_at(rows: Iterable[Asked], floor: relevance.Floor | None, k: int = K_P
     return sum(values) / len(values) if values else float("nan")
 
 
-def injecting(rows: Iterable[Asked], floor: relevance.Floor | None) -> float:
-    """The share of negative rows where at least one hit passes `floor` (None: any hit at all)."""
-    flags = [any(floor is None or passes(h, floor, r.mode) for h in r.hits) for r in rows]
+def injecting(rows: Iterable[Asked], floor: relevance.Floor | None, min_chars: int = 0) -> float:
+    """The share of negative rows where at least one hit passes `floor` (None: any hit at all). With
+    `min_chars`, as the hook sees it: a prompt shorter than that is skipped and injects nothing."""
+    flags = [r.chars >= min_chars and any(floor is None or passes(h, floor, r.mode) for h in r.hits) for r in rows]
     return sum(flags) / len(flags) if flags else float("nan")
 
 
@@ -226,13 +235,38 @@ def fit(rows: list[Asked], bound: float) -> tuple[relevance.Floor, list[dict[str
             best = (beta, tau, kept)
     if best is None:
         raise SystemExit("no floor on the grid meets the bound")
-    keyword = select(rows, kind="negative", part="dev", mode="keyword")
-    kappa = needed(keyword, lambda h: h.coverage, bound, [c for c in grid if c <= 1])  # coverage is at most 1
-    if kappa is None:  # coverage alone cannot meet the bound: the lowest κ within 0.5 point of the best rate
-        rates = {c: injecting(keyword, relevance.Floor(1.0, best[0], c)) for c in grid if 0 < c <= 1}
-        kappa = min(c for c, rate in rates.items() if rate <= min(rates.values()) + 0.005)
-        print(f"keyword-only: no coverage threshold meets {bound:.0%}; κ = {kappa} (dev {rates[kappa]:.3f})")
-    return relevance.Floor(best[1], best[0], kappa), table
+    kappa, shared = keyword_floor(rows, bound, [c for c in grid if 0 < c <= 1], best[:2])
+    return relevance.Floor(best[1], best[0], kappa, shared), table
+
+
+def keyword_floor(rows: list[Asked], bound: float, grid: list[float], hybrid: tuple[float, float]) -> tuple[float, int]:
+    """κ and m for keyword-only recall: coverage ≥ κ and at least m of the prompt's words shared, from the dev rows.
+
+    For each m, κ is the lowest value meeting the bound (or, where none does, the lowest within half a point
+    of the lowest rate any κ reaches). The fewest shared words that meet the bound win: a larger m meets it
+    with a smaller κ, down to a κ that asks nothing of coverage (m = 3 met it at κ = 0.1, passing long
+    prompts that share three everyday words with a chunk), so m is held to what the short prompts need.
+    """
+    negatives = select(rows, kind="negative", part="dev", mode="keyword")
+    positives = [r for r in select(rows, kind="positive", part="dev", mode="keyword") if r.vault != "preference"]
+    fitted: list[tuple[int, float, float]] = []
+    for shared in SHARED_WORDS:
+
+        def floor(kappa: float, m: int = shared) -> relevance.Floor:
+            return relevance.Floor(hybrid[1], hybrid[0], kappa, m)
+
+        kappa = needed(negatives, lambda h, m=shared: h.coverage if h.shared_words >= m else -math.inf, bound, grid)
+        if kappa is None:
+            rates = {c: injecting(negatives, floor(c)) for c in grid}
+            kappa = min(c for c, rate in rates.items() if rate <= min(rates.values()) + 0.005)
+        kept, rate = recall_at(positives, floor(kappa)), injecting(negatives, floor(kappa))
+        print(f"keyword-only, m = {shared}: κ = {kappa:.3f}, dev unrelated {rate:.3f}, LoCoMo dev R@10 {kept:.3f}")
+        fitted.append((shared, kappa, rate))
+    meeting = [(m, kappa) for m, kappa, rate in fitted if rate <= bound]
+    if meeting:
+        return meeting[0][1], meeting[0][0]
+    m, kappa, _ = min(fitted, key=lambda f: f[2])
+    return kappa, m
 
 
 # ---- report ------------------------------------------------------------------------------------------------
@@ -241,28 +275,26 @@ def fit(rows: list[Asked], bound: float) -> tuple[relevance.Floor, list[dict[str
 def report(rows: list[Asked], floor: relevance.Floor) -> dict[str, Any]:
     out: dict[str, Any] = {"floor": floor._asdict(), "negatives": {}, "positives": {}}
     print(f"\nchosen floor: relevance = cosine + {floor.coverage_weight:g} × coverage ≥ {floor.min_relevance:.3f}; "
-          f"keyword-only: coverage ≥ {floor.min_coverage:.3f}")  # fmt: skip
-    br.table(
-        "unrelated prompts that inject anything (share of prompts; per vault)",
-        ["vault", "mode", "dev no floor", "dev floor", "held-out no floor", "held-out floor", "n dev/held-out"],
-        [
-            [name, mode]
-            + [f"{injecting(select(rows, kind='negative', vault=name, mode=mode, part=p), f):.3f}"
-               for p in ("dev", "heldout") for f in (None, floor)]
-            + [f"{len(select(rows, kind='negative', vault=name, mode=mode, part='dev'))}/"
-               f"{len(select(rows, kind='negative', vault=name, mode=mode, part='heldout'))}"]
-            for name in sorted({r.vault for r in rows})
-            for mode in ("hybrid", "keyword")
-        ],
-    )  # fmt: skip
-    for name in sorted({r.vault for r in rows}):
+          f"keyword-only: coverage ≥ {floor.min_coverage:.3f}, {floor.min_shared_words}+ shared words")  # fmt: skip
+    min_chars = config.RecallSettings().min_prompt_chars
+    negatives = []
+    for name in [*sorted({r.vault for r in rows}), POOLED]:
         for mode in ("hybrid", "keyword"):
+            parts = []
             for part in ("dev", "heldout"):
-                sel = select(rows, kind="negative", vault=name, mode=mode, part=part)
-                out["negatives"][f"{name}/{mode}/{part}"] = {
-                    "none": injecting(sel, None),
-                    "floor": injecting(sel, floor),
-                }
+                sel = [r for r in select(rows, kind="negative", mode=mode, part=part) if name in (POOLED, r.vault)]
+                rates = {"none": injecting(sel, None), "floor": injecting(sel, floor),
+                         "hook": injecting(sel, floor, min_chars), "n": len(sel)}  # fmt: skip
+                out["negatives"][f"{name}/{mode}/{part}"] = rates
+                parts.append(rates)
+            negatives.append([name, mode, *(f"{c[key]:.3f}" for key in ("none", "floor", "hook") for c in parts),
+                              "/".join(str(c["n"]) for c in parts)])  # fmt: skip
+    br.table(
+        f"unrelated prompts that inject anything (share of prompts; the hook skips prompts under {min_chars} chars)",
+        ["vault", "mode", "dev no floor", "held-out no floor", "dev floor", "held-out floor", "dev hook",
+         "held-out hook", "n dev/held-out"],
+        negatives,
+    )  # fmt: skip
     cats = {0: "all", 1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
     lines = []
     for name in sorted({r.vault for r in rows if r.kind == "positive"}):

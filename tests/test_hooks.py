@@ -444,6 +444,20 @@ def test_an_unrelated_prompt_injects_nothing_and_the_log_says_why(hook_vault: Pa
     assert "≥" in log_records("UserPromptSubmit")[-1]["injected"][0]["why"]
 
 
+def test_recall_explain_shows_each_hits_signals_and_why_it_was_dropped(hook_vault: Path) -> None:
+    from click.testing import CliRunner
+
+    from memvault.cli import cli
+
+    # Keyword-only here: "run" is the one content word of the prompt that the example vault's notes contain.
+    result = CliRunner().invoke(cli, ["recall", "--wait", "0", "--explain", "you run it then"], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    assert "below the floor:" in result.output and "passed:" not in result.output
+    assert "1 word" in result.output and "1 of the prompt's words < 2" in result.output
+    related = CliRunner().invoke(cli, ["recall", "--wait", "0", "--explain", FLAKY], terminal_width=200).output
+    assert "passed:" in related and "bisecting-flaky-tests.md" in related
+
+
 # ---- the warm service up, then wedged ------------------------------------------------------------------
 
 

@@ -23,7 +23,7 @@ from .conftest import EXAMPLE_VAULT
 SETTINGS = config.Config().recall
 FLOOR = search.Options(
     k=5, budget_ms=30_000, min_relevance=SETTINGS.min_relevance, coverage_weight=SETTINGS.coverage_weight,
-    min_coverage=SETTINGS.min_coverage,
+    min_coverage=SETTINGS.min_coverage, min_shared_words=SETTINGS.min_shared_words,
 )  # fmt: skip
 NO_FLOOR = search.Options(k=5, budget_ms=30_000)
 UNRELATED = [  # from the held-out part of scripts/data/unrelated_prompts.json, and the issue's own example
@@ -55,8 +55,8 @@ def vector(embedder):
 
 
 def test_the_config_and_the_recall_defaults_carry_the_same_calibrated_floor() -> None:
-    assert (SETTINGS.min_relevance, SETTINGS.coverage_weight, SETTINGS.min_coverage) == (
-        relevance.MIN_RELEVANCE, relevance.COVERAGE_WEIGHT, relevance.MIN_COVERAGE,
+    assert (SETTINGS.min_relevance, SETTINGS.coverage_weight, SETTINGS.min_coverage, SETTINGS.min_shared_words) == (
+        relevance.MIN_RELEVANCE, relevance.COVERAGE_WEIGHT, relevance.MIN_COVERAGE, relevance.MIN_SHARED_WORDS,
     )  # fmt: skip
     assert search.Options().min_relevance == 0  # the API's recall has no floor unless asked
 
@@ -87,6 +87,24 @@ def test_keyword_only_recall_has_its_own_floor(example: ix.Index) -> None:
     result = search.recall(example, "how should we roll out a database migration", FLOOR, None)
     assert result.mode == "keyword" and result.hits[0].path.endswith("db-migration-rollout.md")
     assert result.hits[0].cosine is None and "keyword-only" in result.hits[0].why
+
+
+def test_keyword_only_one_shared_word_is_not_enough(example: ix.Index) -> None:
+    # "run" is in several notes of the example vault, and it is all this prompt says: before the
+    # shared-words rule every note containing it passed (coverage 1.0).
+    result = search.recall(example, "you run it then", FLOOR, None)
+    assert result.hits == [] and result.dropped, result.as_dict()
+    assert all(h.coverage == 1.0 and h.shared_words == 1 for h in result.dropped)
+    assert f"1 of the prompt's words < {SETTINGS.min_shared_words}" in (result.reason or "")
+    assert search.recall(example, "you run it then", NO_FLOOR, None).hits  # the rule is the floor's
+
+
+def test_a_dunder_name_is_not_an_exact_identifier(example: ix.Index, embedder) -> None:
+    # `__name__` is indexed as the word "name": it used to pass the floor as an identifier in any note with a name.
+    prompt = 'what does if __name__ == "__main__" do'
+    for embed in (vector(embedder), None):
+        result = search.recall(example, prompt, FLOOR, embed)
+        assert result.hits == [] and not any(h.identifier for h in result.dropped), result.as_dict()
 
 
 def test_an_exact_identifier_always_passes(example: ix.Index, embedder) -> None:

@@ -95,7 +95,8 @@ def _explain(result: Any) -> None:
         passed = hit in result.hits
         verdict = f"[green]passed[/]: {escape(hit.why)}" if passed else f"[red]below the floor[/]: {escape(hit.why)}"
         cosine = "–" if hit.cosine is None else f"{hit.cosine:.2f}"
-        rows.append((f"[bold]{escape(hit.path)}[/]", str(rank), cosine, f"{hit.coverage:.2f}",
+        words = f"{hit.coverage:.2f}\n{hit.shared_words} word{'s' if hit.shared_words != 1 else ''}"
+        rows.append((f"[bold]{escape(hit.path)}[/]", str(rank), cosine, words,
                      "yes" if hit.identifier else "", f"{_match(hit)}\n{verdict}"))  # fmt: skip
     print_table(("entry", "#", "cosine", "keywords", "exact", "match"), rows)
 

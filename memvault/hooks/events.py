@@ -40,7 +40,15 @@ VECTOR_MIN_SHARE = 0.6
 FALLBACK_MS = 90  # kept back from the service's share of the budget for a keyword-only recall here (imports + FTS)
 PROMPT_CHARS = 160  # how much of a prompt the log keeps (secrets redacted) for `memvault inspect`
 # The recall settings passed to recall as they are: the fusion, and the relevance floor.
-RECALL_KEYS = ("fusion", "vector_weight", "keyword_weight", "min_relevance", "coverage_weight", "min_coverage")
+RECALL_KEYS = (
+    "fusion",
+    "vector_weight",
+    "keyword_weight",
+    "min_relevance",
+    "coverage_weight",
+    "min_coverage",
+    "min_shared_words",
+)
 
 # Every rule in secrets.py needs an "=" or ":", a PEM fence, or a run of 12+ non-space characters.
 _MAYBE_SECRET = re.compile(r"[=:]|-----|\S{12,}")

@@ -29,22 +29,25 @@ class Signals(NamedTuple):
     cosine: float | None  # similarity of the chunk's vector to the prompt's; None without a query vector
     coverage: float  # IDF-weighted share of the prompt's content words the chunk contains (0–1)
     identifier: bool  # the chunk contains an exact identifier the prompt names (an error code, snake_case…)
+    shared_words: int = 0  # how many of the prompt's content words the chunk contains
 
 
 # The calibrated floor (scripts/calibrate_floor.py); `recall.*` in the config has the same defaults.
-MIN_RELEVANCE, COVERAGE_WEIGHT, MIN_COVERAGE = 0.435, 0.2, 0.655
+MIN_RELEVANCE, COVERAGE_WEIGHT, MIN_COVERAGE, MIN_SHARED_WORDS = 0.435, 0.2, 0.455, 2
 
 
 class Floor(NamedTuple):
     """The absolute test: relevance = cosine + coverage_weight × coverage, at least `min_relevance` (0: off).
 
-    Without a query vector (keyword-only recall) only coverage is known; it must then reach
-    `min_coverage` on its own. An exact identifier always passes.
+    Without a query vector (keyword-only recall) only the words are known: the chunk must contain
+    `min_coverage` of the prompt's content words, and at least `min_shared_words` of them (one shared word is
+    what "thanks, that worked" shares with any chat log). An exact identifier always passes.
     """
 
     min_relevance: float = 0.0
     coverage_weight: float = COVERAGE_WEIGHT
     min_coverage: float = MIN_COVERAGE
+    min_shared_words: int = MIN_SHARED_WORDS
 
     @property
     def on(self) -> bool:
@@ -61,6 +64,8 @@ def verdict(signals: Signals, floor: Floor) -> tuple[bool, str]:
     words = f"keywords {signals.coverage:.2f}"
     if signals.cosine is None:
         value, need, said = signals.coverage, floor.min_coverage, f"{words} (keyword-only)"
+        if floor.on and not signals.identifier and signals.shared_words < floor.min_shared_words:
+            return False, f"{said}, {signals.shared_words} of the prompt's words < {floor.min_shared_words}"
     else:
         value, need = relevance(signals, floor), floor.min_relevance
         said = f"cosine {signals.cosine:.2f} + {floor.coverage_weight:g} × {words} = {value:.2f}"
@@ -95,19 +100,22 @@ def terms(index: Index, words: list[str], found: list[int] | None = None) -> Ter
     return Terms(queries, weights)
 
 
-def coverage(index: Index, words: Terms, chunk_ids: Iterable[int], columns: str = OWN_COLUMNS) -> dict[int, float]:
-    """chunk id → the IDF-weighted share of the prompt's words it contains (in `columns`)."""
+def coverage(
+    index: Index, words: Terms, chunk_ids: Iterable[int], columns: str = OWN_COLUMNS
+) -> dict[int, tuple[float, int]]:
+    """chunk id → the IDF-weighted share of the prompt's words it contains (in `columns`), and how many it contains."""
     ids = list(dict.fromkeys(chunk_ids))
     total = sum(words.weights)
     if not ids or total <= 0:
-        return dict.fromkeys(ids, 0.0)
+        return dict.fromkeys(ids, (0.0, 0))
     marks = ",".join("?" * len(ids))
     sql = f"SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? AND rowid IN ({marks})"  # noqa: S608 (marks only)
-    got = dict.fromkeys(ids, 0.0)
+    got = dict.fromkeys(ids, (0.0, 0))
     for match, weight in zip(words.queries, words.weights, strict=True):
         for (chunk_id,) in index.conn.execute(sql, [f"{columns}: ({match})", *ids]):
-            got[chunk_id] += weight
-    return {chunk_id: value / total for chunk_id, value in got.items()}
+            share, count = got[chunk_id]
+            got[chunk_id] = (share + weight, count + 1)
+    return {chunk_id: (share / total, count) for chunk_id, (share, count) in got.items()}
 
 
 def identifier_chunks(index: Index, query: str, chunk_ids: Iterable[int]) -> set[int]:

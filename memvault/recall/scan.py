@@ -59,13 +59,14 @@ def scan(root: Path, folder: str, ignore: tuple[str, ...], query: str, options: 
     hits = []
     for points, rel, title, body in scored[: options.k]:
         text = f"{title}\n{body}".lower()
-        covered = sum(t in text for t in terms) / len(terms)  # no index, so no IDF: the plain share of words
-        signals = relevance.Signals(None, covered, False)
+        shared = sum(t in text for t in terms)
+        covered = shared / len(terms)  # no index, so no IDF: the plain share of words
+        signals = relevance.Signals(None, covered, False, shared)
         hits.append(search.Hit(rel, title, round(points / best, 4), 0.0, round(points / best, 4),
-                               chunking.snippet(body, terms), coverage=round(covered, 4),
+                               chunking.snippet(body, terms), coverage=round(covered, 4), shared_words=shared,
                                why=relevance.verdict(signals, options.floor)[1]))  # fmt: skip
     floor = options.floor
-    result.hits = [h for h in hits if not floor.on or h.coverage >= floor.min_coverage]
+    result.hits = [h for h in hits if relevance.verdict(search.signals_of(h), floor)[0]]
     result.dropped = [h for h in hits if h not in result.hits]
     if hits and not result.hits:
         result.reason = f"{search.FLOOR_REASON} (best: {hits[0].why})"

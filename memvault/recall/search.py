@@ -51,10 +51,11 @@ class Options:
     min_relevance: float = 0.0
     coverage_weight: float = relevance.COVERAGE_WEIGHT
     min_coverage: float = relevance.MIN_COVERAGE
+    min_shared_words: int = relevance.MIN_SHARED_WORDS
 
     @property
     def floor(self) -> relevance.Floor:
-        return relevance.Floor(self.min_relevance, self.coverage_weight, self.min_coverage)
+        return relevance.Floor(self.min_relevance, self.coverage_weight, self.min_coverage, self.min_shared_words)
 
 
 def options_from(data: dict[str, object]) -> Options:
@@ -99,6 +100,7 @@ class Hit:
     cosine: float | None = None
     coverage: float = 0.0
     identifier: bool = False
+    shared_words: int = 0
     why: str = ""
 
     def as_dict(self) -> dict[str, object]:
@@ -171,18 +173,19 @@ def recall(
         ranked = _pin_identifiers(index, query, ranked, keyword)
     hits = _hits(index, query, ranked[: options.k], vector, keyword, postings, blob, options.floor)
     floor = options.floor
-    result.hits = [h for h in hits if not floor.on or relevance.verdict(_signals(h), floor)[0]]
+    result.hits = [h for h in hits if not floor.on or relevance.verdict(signals_of(h), floor)[0]]
     result.dropped = [h for h in hits if h not in result.hits]
     if hits and not result.hits:
-        best = max(hits, key=lambda h: relevance.relevance(_signals(h), floor))
+        best = max(hits, key=lambda h: relevance.relevance(signals_of(h), floor))
         floor_reason = f"{FLOOR_REASON} (best: {best.why})"
         result.reason = f"{result.reason}; {floor_reason}" if result.reason else floor_reason
     result.ms = (time.monotonic() - started) * 1000
     return result
 
 
-def _signals(hit: Hit) -> relevance.Signals:
-    return relevance.Signals(hit.cosine, hit.coverage, hit.identifier)
+def signals_of(hit: Hit) -> relevance.Signals:
+    """The raw signals the floor judged for a hit."""
+    return relevance.Signals(hit.cosine, hit.coverage, hit.identifier, hit.shared_words)
 
 
 class _VectorJob:
@@ -379,10 +382,10 @@ def _hits(
         path, title, kind, grp, always = index.conn.execute(
             "SELECT path, title, kind, grp, always_load FROM notes WHERE id = ?", (note_id,)
         ).fetchone()
-        signals = {
-            c: relevance.Signals(near.get(c) if blob is not None else None, covered.get(c, 0.0), c in exact)
-            for c in choices[note_id]
-        }
+        signals = {}
+        for c in choices[note_id]:
+            share, shared = covered.get(c, (0.0, 0))
+            signals[c] = relevance.Signals(near.get(c) if blob is not None else None, share, c in exact, shared)
         # The floor judges the note by the better of its two chunks; the snippet comes from the keyword side's
         # chunk when there is one (on LoCoMo session notes it holds the evidence more often: R@10 0.71 vs 0.69).
         judged = max(signals, key=lambda c: (signals[c].identifier, relevance.relevance(signals[c], floor)))
@@ -407,6 +410,7 @@ def _hits(
                 cosine=None if chosen.cosine is None else round(chosen.cosine, 4),
                 coverage=round(chosen.coverage, 4),
                 identifier=chosen.identifier,
+                shared_words=chosen.shared_words,
                 why=relevance.verdict(chosen, floor)[1],
             )
         )

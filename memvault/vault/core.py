@@ -166,6 +166,7 @@ class Vault:
             min_relevance=settings.min_relevance if floor else 0.0,
             coverage_weight=settings.coverage_weight,
             min_coverage=settings.min_coverage,
+            min_shared_words=settings.min_shared_words,
             # A person waiting for the service gets complete results; otherwise the hook's budget applies.
             budget_ms=budget_ms or (10_000 if wait_service else settings.prompt_budget_ms),
         )
