@@ -268,7 +268,7 @@ def run_queries(built: Built, corpus: Corpus, embedder: embed.Embedder, modes: S
         search.recall(built.index, q.text, mode_options("rrf", q.group, k)[0], query_vector)
     ranked: dict[str, list[list[str]]] = {}
     captures: list[Capture] = []
-    floor = relevance.Floor(relevance.MIN_RELEVANCE, relevance.COVERAGE_WEIGHT, relevance.MIN_COVERAGE)
+    floor = relevance.Floor(relevance.MIN_RELEVANCE)  # the shipped floor: the other thresholds are its defaults
     for mode in dict.fromkeys(["adaptive", *modes]):  # the first pass also records fusion's inputs
         out: list[list[str]] = []
         floored: list[list[str]] = []  # the same hits, less those below the shipped relevance floor
@@ -278,8 +278,7 @@ def run_queries(built: Built, corpus: Corpus, embedder: embed.Embedder, modes: S
                 options, use_vector = mode_options(mode, q.group, k)
                 res = search.recall(built.index, q.text, options, query_vector if use_vector else None)
                 out.append([corpus.item(h) for h in res.hits])
-                signals = [relevance.Signals(h.cosine, h.coverage, h.identifier) for h in res.hits]
-                passed = [h for h, sig in zip(res.hits, signals, strict=True) if relevance.verdict(sig, floor)[0]]
+                passed = [h for h in res.hits if relevance.verdict(search.signals_of(h), floor)[0]]
                 floored.append([corpus.item(h) for h in passed])
         seconds[mode] = time.perf_counter() - started
         ranked[mode] = out

@@ -77,7 +77,7 @@ def test_a_related_prompt_still_gets_its_note(example: ix.Index, embedder, promp
     assert result.hits and result.hits[0].path.endswith(expected), result.as_dict()
     best = result.hits[0]
     assert best.cosine is not None and best.coverage > 0
-    assert relevance.relevance(relevance.Signals(best.cosine, best.coverage, False), FLOOR.floor) >= FLOOR.min_relevance
+    assert relevance.relevance(search.signals_of(best), FLOOR.floor) >= FLOOR.min_relevance
     assert best.why.startswith("cosine") and "≥" in best.why
 
 

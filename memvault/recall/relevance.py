@@ -29,7 +29,7 @@ class Signals(NamedTuple):
     cosine: float | None  # similarity of the chunk's vector to the prompt's; None without a query vector
     coverage: float  # IDF-weighted share of the prompt's content words the chunk contains (0–1)
     identifier: bool  # the chunk contains an exact identifier the prompt names (an error code, snake_case…)
-    shared_words: int = 0  # how many of the prompt's content words the chunk contains
+    shared_words: int  # how many of the prompt's content words the chunk contains
 
 
 # The calibrated floor (scripts/calibrate_floor.py); `recall.*` in the config has the same defaults.
