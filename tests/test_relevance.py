@@ -177,3 +177,39 @@ def test_a_note_of_hundreds_of_chunks_does_not_win_by_size(tmp_path: Path, embed
         assert {"Plugins/calendar.md", "Date and calendar plugins.md"} <= set(ranked[:3]), ranked
         assert "Newsletters/Roundup archive.md" not in ranked[: ranked.index("Plugins/calendar.md")], ranked
     index.close()
+
+
+# ---- which chunk of a hit is shown ------------------------------------------------------------------------
+
+SHOP = """# Shop handbook
+
+## Shipping
+
+Orders leave the warehouse within two days. Every order gets a tracking number by email, and an order
+that has not arrived after ten days can be traced through the courier's page.
+
+## Returns
+
+A customer who sends a damaged item back gets a refund to the original card within five business days.
+Keep the receipt; without it the refund is store credit.
+
+## Opening hours
+
+The shop opens at nine and closes at six, and on Saturdays at noon.
+"""
+
+
+def test_a_hit_shows_the_chunk_that_matches_by_meaning_and_words(tmp_path: Path, embedder) -> None:
+    root = tmp_path / "shop"
+    (root / "Shop handbook.md").parent.mkdir(parents=True)
+    (root / "Shop handbook.md").write_text(SHOP, encoding="utf-8")
+    vault = open_vault(root)
+    index, _ = indexing.open_index(vault.root, vault.config)
+    sync.sync(index, indexing.layout(vault.root, vault.config))
+    sync.embed_pending(index, embedder)
+    prompt = "my order arrived broken, how do I get my money back"
+    keyword_only = search.recall(index, prompt, NO_FLOOR, None).hits[0]
+    assert keyword_only.heading.endswith("Shipping")  # the words alone point at "order"
+    with_meaning = search.recall(index, prompt, NO_FLOOR, vector(embedder)).hits[0]
+    assert with_meaning.heading.endswith("Returns"), with_meaning
+    assert "refund" in with_meaning.snippet

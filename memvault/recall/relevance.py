@@ -10,6 +10,7 @@ Runs on the prompt path: standard library and the index layer only.
 from __future__ import annotations
 
 import math
+import operator
 from array import array
 from collections.abc import Iterable
 from typing import NamedTuple
@@ -139,5 +140,5 @@ def cosines(index: Index, blob: bytes, chunk_ids: Iterable[int]) -> dict[int, fl
         if row is not None:
             vector = array("f", bytes(row[0]))
             if len(vector) == len(query):
-                out[chunk_id] = sum(a * b for a, b in zip(vector, query, strict=True))
+                out[chunk_id] = sum(map(operator.mul, vector, query))  # twice as fast as a generator
     return out
