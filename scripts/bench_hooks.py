@@ -39,6 +39,8 @@ import bench_latency as bl  # the synthetic vault and its helpers are shared
 
 from memvault.claude.settings import INTERPRETER_FLAGS
 
+RUN = time.strftime("%Y%m%d%H%M%S")
+
 REPO = bl.REPO
 HOOKS = REPO / "memvault" / "hooks"
 PYTHON = [sys.executable, *INTERPRETER_FLAGS]  # a hook's command line, as `memvault install` registers it
@@ -94,7 +96,8 @@ def measure(
     jobs = sum(r["hook"].startswith("job:") for r in log_records(home))
     for i in range(runs):
         fields = {k: (v[i % len(v)] if isinstance(v, list) else v) for k, v in extra.items()}
-        payload = {"session_id": f"bench-{label}-{i}", "hook_event_name": event, "cwd": str(REPO), **fields}
+        session = f"bench-{label}-{RUN}-{i}"  # new in every run too: a kept home remembers what each session was given
+        payload = {"session_id": session, "hook_event_name": event, "cwd": str(REPO), **fields}
         if touch:
             os.utime(home / "config.yaml")
         bare = bl.bare(env, 1)[0]
@@ -128,6 +131,7 @@ def main() -> int:
     )
     args = parser.parse_args()
     bl.use_locomo(args.locomo)
+    bl.compile_package()
     base = args.keep or Path(tempfile.mkdtemp(prefix="mv-bench-hooks-"))
     home = base / "home"
     vault, donor = base / f"vault-{args.size}", base / "vault-1000"

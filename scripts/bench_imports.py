@@ -22,6 +22,9 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_latency
+
 REPO = Path(__file__).resolve().parent.parent
 PROMPT = "how should I write tests for the billing service?"
 
@@ -61,6 +64,8 @@ def main() -> None:
     parser.add_argument("--against", type=Path, help="another checkout (e.g. a git worktree of an older commit)")
     args = parser.parse_args()
     checkouts = {"this": REPO} | ({"against": args.against.resolve()} if args.against else {})
+    for checkout in checkouts.values():
+        bench_latency.compile_package(checkout)
     with tempfile.TemporaryDirectory() as tmp:
         vault = Path(tmp) / "vault"
         shutil.copytree(REPO / "examples" / "vault", vault)
