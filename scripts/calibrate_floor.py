@@ -16,11 +16,15 @@ queries and the unrelated prompts: their seeded 70 % dev split), then reported o
     value that keeps the share of dev unrelated prompts injecting anything (every prompt against
     every vault, pooled) at or below --max-injecting; the β whose τ keeps the most LoCoMo evidence
     (R@10) wins;
-  - keyword-only recall (service down): coverage ≥ κ, the lowest κ meeting the same bound, or, where
-    none does, the lowest κ within half a point of the lowest rate any κ reaches.
-The chosen values are the defaults of `recall.min_relevance`, `recall.coverage_weight` and
-`recall.min_coverage` (memvault/config.py). LoCoMo is read from --locomo, else from
-$MEMVAULT_BENCH_DATA/locomo/locomo10.json; without it that part is skipped with one line.
+  - keyword-only recall (service down): coverage ≥ κ and at least m of the prompt's content words in
+    the chunk. For m = 1, 2, 3, κ is the lowest value meeting the same bound (or, where none does, the
+    lowest within half a point of the lowest rate any κ reaches); the fewest shared words that meet
+    the bound win (see `keyword_floor`).
+The chosen values are the defaults of `recall.min_relevance`, `recall.coverage_weight`,
+`recall.min_coverage` and `recall.min_shared_words` (memvault/config.py). The report also gives the
+rates as the hook sees them: it skips prompts shorter than `recall.min_prompt_chars` before recall.
+LoCoMo is read from --locomo, else from $MEMVAULT_BENCH_DATA/locomo/locomo10.json; without it that
+part is skipped with one line.
 """
 
 from __future__ import annotations
@@ -56,8 +60,8 @@ HELDOUT_SHARE = 0.3
 K_POSITIVE = 10  # LoCoMo R@10, as in bench_recall.py
 K_NEGATIVE = 5  # the hook injects recall.k = 5 entries at most
 BETAS = [round(0.1 * i, 1) for i in range(0, 16)]
-SHARED_WORDS = (1, 2, 3)
-POOLED = "all four, pooled"  # the grid of recall.min_shared_words for keyword-only recall
+SHARED_WORDS = (1, 2, 3)  # the grid of recall.min_shared_words for keyword-only recall
+POOLED = "all four, pooled"
 
 
 @dataclass

@@ -27,7 +27,7 @@ MAX_IDENTIFIERS = 16  # exact identifiers of a query pinned first (each is one m
 CHUNKS_PER_NOTE = 3  # vector side: how many chunks to fetch per wanted note
 # Which chunk of a hit is shown, with a query vector: the one of highest cosine + this × keyword coverage among
 # all the note's chunks (notes of at most SHOWN_MAX_CHUNKS). Chosen on the dev conversations of LoCoMo session
-# notes (scripts/bench_recall.py; 0.5, 1, 1.5 and 2 tried): R@10 0.715 → 0.735, held-out 0.728 → 0.744.
+# notes (0.5, 1, 1.5 and 2 tried; wiki/explanation/recall.md): R@10 0.715 → 0.735, held-out 0.728 → 0.744.
 SHOWN_COVERAGE_WEIGHT = 1.5
 SHOWN_MAX_CHUNKS = 32
 FLOOR_REASON = "nothing passed the relevance floor"  # how a result emptied by the floor starts its reason
