@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_latency
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = bench_latency.REPO
 PROMPT = "how should I write tests for the billing service?"
 
 
@@ -52,12 +52,6 @@ def run_hook(checkout: Path, env: dict[str, str], vault: Path) -> dict[str, floa
     return {"imports_ms": total / 1000, "memvault_ms": own / 1000, "modules": count, "wall_ms": wall}
 
 
-def bare(env: dict[str, str]) -> float:
-    started = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "pass"], env=env, check=True)
-    return (time.perf_counter() - started) * 1000
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=21)
@@ -79,7 +73,7 @@ def main() -> None:
         results: dict[str, list[dict[str, float]]] = {name: [] for name in checkouts}
         bares = []
         for _ in range(args.runs):
-            bares.append(bare(env))
+            bares.append(bench_latency.bare(env, 1)[0])
             for name, checkout in checkouts.items():
                 results[name].append(run_hook(checkout, env, vault))
     print(f"python -c pass: p50 {statistics.median(bares):.1f} ms ({args.runs} runs)")

@@ -372,12 +372,13 @@ def _hits(
     """The ranked notes as hits, each with the chunk that best shows why it is relevant and that chunk's signals."""
     kw_top = max((s for s, _ in keyword.values()), default=0.0) or 1.0
     choices = {n: list(dict.fromkeys(side[n][1] for side in (keyword, vector) if n in side)) for n, _ in ranked}
-    pools = _note_chunks(index, [n for n, _ in ranked]) if blob is not None else {}
-    chunk_ids = [c for options in (*choices.values(), *pools.values()) for c in options]
+    judged_ids = [c for options in choices.values() for c in options]  # the floor judges these (as calibrated)
+    pools = _note_chunks(index, [n for n, _ in ranked]) if blob is not None else {}  # the shown chunk is one of these
+    chunk_ids = [*judged_ids, *(c for pool in pools.values() for c in pool)]
     terms = list(postings)
     words = relevance.terms(index, terms, [len(postings[t]) for t in terms])
     covered = relevance.coverage(index, words, chunk_ids)
-    exact = relevance.identifier_chunks(index, query, chunk_ids)
+    exact = relevance.identifier_chunks(index, query, judged_ids)
     near: dict[int, float] = {}  # the cosine of every candidate chunk, when there is a query vector
     if blob is not None:
         known = {chunk: score for score, chunk in vector.values()}
