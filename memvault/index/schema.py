@@ -5,9 +5,8 @@ Pure definitions: opening, querying and writing the database is `core`.
 
 from __future__ import annotations
 
-import hashlib
 import json
-from dataclasses import dataclass
+from typing import NamedTuple  # not dataclasses: it imports inspect (about 8 ms of a prompt hook)
 
 from . import chunking, db
 from .db import Connection
@@ -32,8 +31,7 @@ def place(rel: str, folder: str) -> tuple[bool, str | None, str]:
     return in_memory, group, area
 
 
-@dataclass(frozen=True)
-class NoteRow:
+class NoteRow(NamedTuple):
     """What the index keeps about one note (besides its chunks)."""
 
     path: str
@@ -66,6 +64,8 @@ class NoteRow:
 
 
 def content_hash(data: bytes) -> str:
+    import hashlib  # indexing only, not the prompt path
+
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple  # not dataclasses: it imports inspect (about 8 ms of a prompt hook)
 
 from memvault.index import chunking, db
 from memvault.index.core import CorruptIndex, Index, open_reader
@@ -40,8 +40,7 @@ QueryEmbedder = Callable[[str, float], "tuple[str, bytes] | None"]
 NearestChunks = Callable[["Index", bytes, int, int, "str | None"], "dict[int, float]"]
 
 
-@dataclass(frozen=True)
-class Options:
+class Options(NamedTuple):
     k: int = 5
     group: str | None = None
     include_inbox: bool = False
@@ -63,13 +62,16 @@ class Options:
         return relevance.Floor(self.min_relevance, self.coverage_weight, self.min_coverage, self.min_shared_words)
 
 
+DEFAULT_OPTIONS = Options()
+
+
 def options_from(data: dict[str, object]) -> Options:
     """Options from plain JSON (the service's recall request): known keys only, each checked for its type."""
     defaults = Options()
     values: dict[str, object] = {}
     for key, value in data.items():
         default = getattr(defaults, key, None)
-        if key not in Options.__dataclass_fields__:
+        if key not in Options._fields:
             raise ValueError(f"unknown recall option {key!r}")
         if key == "exclude":
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -88,8 +90,7 @@ def options_from(data: dict[str, object]) -> Options:
     return Options(**values)  # type: ignore[arg-type]
 
 
-@dataclass(frozen=True)
-class Hit:
+class Hit(NamedTuple):
     path: str
     title: str
     score: float
@@ -109,19 +110,23 @@ class Hit:
     why: str = ""
 
     def as_dict(self) -> dict[str, object]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+        return dict(self._asdict())
 
 
-@dataclass
 class Result:
-    hits: list[Hit] = field(default_factory=list)
-    dropped: list[Hit] = field(default_factory=list)  # among the top k, the hits below the relevance floor
-    mode: str = "none"  # "hybrid", "keyword", "vector" or "none"
-    partial: bool = False  # a part was skipped (budget, service down, model change); see `reason`
-    reason: str | None = None
-    vec_hits: int = 0
-    kw_hits: int = 0
-    ms: float = 0.0
+    """What one recall found: the hits to inject, the ones the floor dropped, and how the search went."""
+
+    __slots__ = ("dropped", "hits", "kw_hits", "mode", "ms", "partial", "reason", "vec_hits")
+
+    def __init__(self, mode: str = "none", reason: str | None = None, partial: bool = False) -> None:
+        self.hits: list[Hit] = []
+        self.dropped: list[Hit] = []  # among the top k, the hits below the relevance floor
+        self.mode = mode  # "hybrid", "keyword", "vector" or "none"
+        self.partial = partial  # a part was skipped (budget, service down, model change); see `reason`
+        self.reason = reason
+        self.vec_hits = 0
+        self.kw_hits = 0
+        self.ms = 0.0
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -134,7 +139,7 @@ class Result:
 def recall(
     index: Index,
     query: str,
-    options: Options = Options(),
+    options: Options = DEFAULT_OPTIONS,
     embed: QueryEmbedder | None = None,
     nearest: NearestChunks | None = None,
 ) -> Result:
