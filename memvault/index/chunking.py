@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from typing import NamedTuple  # not dataclasses: it imports inspect (about 8 ms of a prompt hook)
+
+from memvault.records import Record
 
 # all-MiniLM-L6-v2 reads 256 word pieces (about 1 KB of English); longer chunks would be cut silently.
 MAX_CHUNK_CHARS = 1000
@@ -40,7 +41,7 @@ doesn didn isn aren wasn weren won wouldn shouldn couldn us one thing things
 STOP_WORDS = frozenset(_STOP_WORDS.split())
 
 
-class Chunk(NamedTuple):
+class Chunk(Record):
     seq: int
     heading: str  # heading path, "Setup › Linux"; "" before the first heading
     text: str

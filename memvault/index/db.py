@@ -8,15 +8,16 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from memvault import paths
 from memvault.errors import ConfigError, MemvaultError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING (mypy reads it so) without importing typing at run time
 if TYPE_CHECKING:
     from sqlite3 import Connection
+    from typing import Any
 else:
-    Connection = Any  # the real class depends on the binding picked at run time
+    Connection = object  # the real class depends on the binding picked at run time; annotations only
 
 # Tried in this order; the first that can load extensions wins. `MEMVAULT_SQLITE_BINDING` forces one.
 BINDINGS = {"stdlib": "sqlite3", "pysqlite3": "pysqlite3.dbapi2", "sqlean": "sqlean"}

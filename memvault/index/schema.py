@@ -6,7 +6,8 @@ Pure definitions: opening, querying and writing the database is `core`.
 from __future__ import annotations
 
 import json
-from typing import NamedTuple  # not dataclasses: it imports inspect (about 8 ms of a prompt hook)
+
+from memvault.records import Record
 
 from . import chunking, db
 from .db import Connection
@@ -31,7 +32,7 @@ def place(rel: str, folder: str) -> tuple[bool, str | None, str]:
     return in_memory, group, area
 
 
-class NoteRow(NamedTuple):
+class NoteRow(Record):
     """What the index keeps about one note (besides its chunks)."""
 
     path: str

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Mapping
-from typing import TypeVar
 
-K = TypeVar("K", bound=Hashable)
+TYPE_CHECKING = False  # typing.TYPE_CHECKING (mypy reads it so) without importing typing at run time
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    K = TypeVar("K", bound=Hashable)
+
 METHODS = ("weighted", "rrf", "adaptive")
 RRF_K = 60
 LEAK = 0.01  # adaptive: how much of a below-average z-score is kept (keeps those candidates in order)

@@ -13,18 +13,18 @@ import math
 import operator
 from array import array
 from collections.abc import Iterable
-from typing import NamedTuple
 
 from memvault.index import chunking
 from memvault.index.core import Index
 from memvault.index.schema import VEC_TABLE
+from memvault.records import Record
 
 # The columns a chunk's coverage is counted in: its own text, title, tags and heading path; not the
 # neighbours' window, which helps ranking but would let a chunk pass for words it does not contain.
 OWN_COLUMNS = "{title tags heading body}"
 
 
-class Signals(NamedTuple):
+class Signals(Record):
     """What the floor looks at for one chunk."""
 
     cosine: float | None  # similarity of the chunk's vector to the prompt's; None without a query vector
@@ -37,7 +37,7 @@ class Signals(NamedTuple):
 MIN_RELEVANCE, COVERAGE_WEIGHT, MIN_COVERAGE, MIN_SHARED_WORDS = 0.435, 0.2, 0.455, 2
 
 
-class Floor(NamedTuple):
+class Floor(Record):
     """The absolute test: relevance = cosine + coverage_weight × coverage, at least `min_relevance` (0: off).
 
     Without a query vector (keyword-only recall) only the words are known: the chunk must contain
@@ -77,7 +77,7 @@ def verdict(signals: Signals, floor: Floor) -> tuple[bool, str]:
     return value >= need, f"{said} {'≥' if value >= need else '<'} {need:.2f}"
 
 
-class Terms(NamedTuple):
+class Terms(Record):
     """The prompt's content words with their weight (IDF over the index's chunks), as FTS5 queries."""
 
     queries: list[str]

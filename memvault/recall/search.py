@@ -13,11 +13,11 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple  # not dataclasses: it imports inspect (about 8 ms of a prompt hook)
 
 from memvault.index import chunking, db
 from memvault.index.core import CorruptIndex, Index, open_reader
 from memvault.index.schema import INBOX, PRIVATE, VEC_TABLE, VISIBLE, NoteRow
+from memvault.records import Record
 from memvault.text import bounded_query
 
 from . import fusion, relevance
@@ -40,7 +40,7 @@ QueryEmbedder = Callable[[str, float], "tuple[str, bytes] | None"]
 NearestChunks = Callable[["Index", bytes, int, int, "str | None"], "dict[int, float]"]
 
 
-class Options(NamedTuple):
+class Options(Record):
     k: int = 5
     group: str | None = None
     include_inbox: bool = False
@@ -90,7 +90,7 @@ def options_from(data: dict[str, object]) -> Options:
     return Options(**values)  # type: ignore[arg-type]
 
 
-class Hit(NamedTuple):
+class Hit(Record):
     path: str
     title: str
     score: float
