@@ -163,8 +163,11 @@ def test_hooks_never_import_click_rich_yaml_or_the_model(hook_vault: Path) -> No
     print("DEBUG", log_records("UserPromptSubmit")[-1])
     assert loaded == [] and log_records("UserPromptSubmit")[-1]["mode"] == "keyword"
     # SessionStart reads the change log without compiling the secret patterns (about 30 ms), needed only to write it.
-    _, loaded = run_hook_loading("session_start", payload("SessionStart", source="startup"), ("memvault.store",))
+    # Nor typing or dataclasses (13 ms together).
+    light = ("typing", "dataclasses", "inspect")
+    _, loaded = run_hook_loading("session_start", payload("SessionStart", source="startup"), ("memvault.store", *light))
     assert "memvault.store.changelog" in loaded and "memvault.store.secrets" not in loaded, loaded
+    assert [m for m in loaded if m.split(".")[0] in light] == [], loaded
 
 
 def test_hooks_registered_with_or_without_the_site_flag_do_the_same_work(hook_vault: Path) -> None:

@@ -67,7 +67,7 @@ DEFAULT_OPTIONS = Options()
 
 def options_from(data: dict[str, object]) -> Options:
     """Options from plain JSON (the service's recall request): known keys only, each checked for its type."""
-    defaults = Options()
+    defaults = DEFAULT_OPTIONS
     values: dict[str, object] = {}
     for key, value in data.items():
         default = getattr(defaults, key, None)

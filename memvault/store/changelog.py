@@ -15,9 +15,9 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
+from memvault import records
 from memvault.text import plural
 
 FOLDER = "_meta"
@@ -46,8 +46,7 @@ _PAGE = re.compile(r"^changelog-(\d{4})-(\d{2})(?:-(\d+))?\.md$")
 _STAMP = re.compile(r"- \d{4}-\d{2}-\d{2} \d{2}:\d{2}")
 
 
-@dataclass(frozen=True)
-class Record:
+class Record(records.Record):
     """One automatic change as the log tells it; `path` None means the change's own entry."""
 
     action: str

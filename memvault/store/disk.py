@@ -12,11 +12,11 @@ import os
 import re
 import stat
 from collections.abc import Callable, Container, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from memvault import fault
 from memvault.errors import MemvaultError, VaultBusy
+from memvault.records import Record
 
 # Read scope exclusions that always apply (names match any path component). Obsidian shows no file or
 # folder whose name starts with a dot (.obsidian, .trash, .git, .github, .stversions, …), so neither do we.
@@ -27,8 +27,7 @@ MAX_NOTE_BYTES = 5 * 1024 * 1024  # a bigger file is not read as a note (every r
 _CONFLICT = re.compile(r"(\([^)]*conflict[^)]*\d[^)]*\)|\.sync-conflict-\d{8}-\d{6})", re.IGNORECASE)
 
 
-@dataclass(frozen=True)
-class Listing:
+class Listing(Record):
     """What a walk of the vault found: markdown paths (vault-relative, POSIX) and what it skipped."""
 
     notes: tuple[str, ...]
