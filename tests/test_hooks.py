@@ -160,7 +160,6 @@ def test_hooks_never_import_click_rich_yaml_or_the_model(hook_vault: Path) -> No
     # typing (5 ms: memvault.records stands in for NamedTuple) or dataclasses (8 ms with inspect).
     stdin = payload("UserPromptSubmit", prompt=FLAKY)
     _, loaded = run_hook_loading("user_prompt_submit", stdin, ("socket", "typing", "dataclasses", "inspect"))
-    print("DEBUG", log_records("UserPromptSubmit")[-1])
     assert loaded == [] and log_records("UserPromptSubmit")[-1]["mode"] == "keyword"
     # SessionStart reads the change log without compiling the secret patterns (about 30 ms), needed only to write it.
     # Nor typing or dataclasses (13 ms together).
