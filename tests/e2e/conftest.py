@@ -1,8 +1,9 @@
 """End-to-end tests with real clients: every test here is marked `e2e`; fixtures for the real clients.
 
 - `claude_code`, `memvault_user`, `vault_template`, `scenario`, `session_id`: the client from npm, one
-  throwaway HOME with memvault installed by `./install.sh` for the whole run, and per test a copy of an
-  indexed vault, a project folder and an Anthropic stub (`tests/e2e/claude.py`).
+  throwaway HOME with memvault installed by `./install.sh` for all the tests here (removed after them
+  unless one failed), and per test a copy of an indexed vault, a project folder and an Anthropic stub
+  (`tests/e2e/claude.py`).
 - `codex_bin`, `gemini_bin`: the pinned Codex CLI and Gemini CLI (`clients.py`); their tests name them in
   `usefixtures`, so they skip before any set-up.
 - `claude_bin`, `stub`, `claude_home`: the same Claude Code's binary, a fresh `AnthropicStub` per test logging
@@ -16,6 +17,7 @@ Code reported.
 
 from __future__ import annotations
 
+import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -65,13 +67,18 @@ def claude_code() -> Client:
     return Client(npm.require(npm.CLAUDE_CODE))
 
 
-@pytest.fixture(scope="session")
-def memvault_user(claude_code: Client, tmp_path_factory: pytest.TempPathFactory) -> Iterator[User]:
-    """One throwaway HOME for the whole run, with memvault installed by `./install.sh` as a user would.
+@pytest.fixture(scope="package")
+def memvault_user(
+    claude_code: Client, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[User]:
+    """One throwaway HOME for the end-to-end tests, with memvault installed by `./install.sh` as a user would.
 
     The vault given to install.sh is the user's; each test points the hooks at its own copy with
     MEMVAULT_VAULT. The warm embedding service is started once here, so the prompt hooks find it loaded.
+    When the last end-to-end test has run, the HOME (about 1.5 GB: a venv with torch) is removed unless a
+    test failed, so the rest of the run has that disk back.
     """
+    failed_before = request.session.testsfailed
     root = tmp_path_factory.mktemp("claude-user")
     user = User(root, claude_code)
     (root / "Obsidian").mkdir()
@@ -88,9 +95,11 @@ def memvault_user(claude_code: Client, tmp_path_factory: pytest.TempPathFactory)
     assert started.returncode == 0, started.stderr
     yield user
     user.run_memvault("serve", "--stop")  # the throwaway HOME's service; ./install.sh --uninstall is tested itself
+    if request.session.testsfailed == failed_before:
+        shutil.rmtree(root, ignore_errors=True)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def vault_template(memvault_user: User) -> tuple[Path, Path]:
     """The example vault with `<private>` spans, indexed once; each test gets a copy of it and of its index."""
     return indexed_vault(memvault_user, memvault_user.root / "template-vault")
