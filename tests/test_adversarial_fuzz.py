@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from memvault import runtime
@@ -112,6 +112,7 @@ def job_args_parse(args: list[str]) -> None:
 def test_any_payload_exits_0_prints_valid_json_and_logs_one_line(fuzz_vault: Path, event: str) -> None:
     @FUZZ
     @given(payload=payloads | st.builds(raw_payload, payloads))
+    @example(payload={"session_id": "\ud83d", "transcript_path": "\udcff", "prompt": "a\ud800b"})  # found once
     def run(payload: Any) -> None:
         stdin = payload if isinstance(payload, str) else json.dumps(payload)
         out = io.StringIO()

@@ -180,8 +180,10 @@ def _run(event: str, payload: dict[str, Any], record: dict[str, Any]) -> Output 
 
 
 def _text(payload: dict[str, Any], key: str) -> str:
+    """A string field of the event. A lone surrogate (JSON allows `"\\ud83d"`) becomes U+FFFD: no file name,
+    process argument or UTF-8 file can carry it."""
     value = payload.get(key)
-    return value if isinstance(value, str) else ""
+    return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace") if isinstance(value, str) else ""
 
 
 def _vault(settings: dict[str, Any]) -> tuple[Path, str]:
