@@ -85,7 +85,7 @@ def gemini_transcript(payload: dict[str, Any]) -> str | None:
     folder = Path(given).parent
     try:
         candidates = sorted(folder.glob(f"session-*-{session[:8]}.jsonl"), key=lambda p: (p.stat().st_mtime, p.name))
-    except (OSError, ValueError):  # ValueError: a path no file system can name (a lone surrogate)
+    except OSError:
         return None
     for path in candidates:
         if os.path.abspath(path) == os.path.abspath(given):

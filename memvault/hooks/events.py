@@ -147,10 +147,20 @@ def read_payload(stream: TextIO) -> dict[str, Any]:
     return parse_payload(text)
 
 
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")  # a \uD800–\uDFFF escape in JSON text
+
+
 def parse_payload(text: str) -> dict[str, Any]:
-    """The event JSON as read by `read_payload`; {} for anything but a JSON object."""
+    """The event JSON as read by `read_payload` (and by the warm service); {} for anything but a JSON object.
+
+    A lone surrogate escape (JSON allows `"\\ud83d"`) becomes U+FFFD, as bytes that are not UTF-8 do when
+    read: no file name, process argument or UTF-8 file can carry it.
+    """
     try:
         data = json.loads(text or "{}")
+        if _SURROGATE_ESCAPE.search(text):  # rare: one more round only then (a pair decodes to one character)
+            clean = json.dumps(data, ensure_ascii=False).encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+            data = json.loads(clean)
     except (ValueError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}
@@ -180,10 +190,8 @@ def _run(event: str, payload: dict[str, Any], record: dict[str, Any]) -> Output 
 
 
 def _text(payload: dict[str, Any], key: str) -> str:
-    """A string field of the event. A lone surrogate (JSON allows `"\\ud83d"`) becomes U+FFFD: no file name,
-    process argument or UTF-8 file can carry it."""
     value = payload.get(key)
-    return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace") if isinstance(value, str) else ""
+    return value if isinstance(value, str) else ""
 
 
 def _vault(settings: dict[str, Any]) -> tuple[Path, str]:
