@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,6 +30,7 @@ GITCONFIG = """\
 [commit]
 \tgpgsign = false
 """
+MIDNIGHT_MARGIN_S = 60.0  # longer than any one test that reads the date takes
 
 
 @pytest.fixture(scope="session")
@@ -67,6 +70,20 @@ def memvault_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gitconfig: Pa
 
         monkeypatch.setenv("MEMVAULT_HOME", str(home))
         client.stop(timeout=10)
+
+
+@pytest.fixture
+def today() -> dt.date:
+    """Today's date, the same from the test's start to its end: near midnight the test first waits for it.
+
+    The code under test stamps notes with the date of the moment it runs; a test that read the date earlier
+    (at import, or before a midnight) would expect yesterday's.
+    """
+    now = dt.datetime.now()
+    left = (dt.datetime.combine(now.date() + dt.timedelta(days=1), dt.time()) - now).total_seconds()
+    if left < MIDNIGHT_MARGIN_S:
+        time.sleep(left + 0.5)
+    return dt.date.today()
 
 
 @pytest.fixture

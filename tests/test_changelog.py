@@ -83,6 +83,7 @@ def test_since_counts_what_was_written_after_the_mark(tmp_path: Path) -> None:
     assert changelog.summary({"duplicate": 4, "saved": 3}) == "3 entries saved"  # duplicates change nothing
 
 
+@pytest.mark.usefixtures("today")  # the page is named after the month
 def test_a_full_page_continues_on_the_next_page_of_the_month(vault, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(changelog, "PAGE_MAX_BYTES", 600)
     for n in range(6):
@@ -154,6 +155,7 @@ def message(result) -> str:
     return json.loads(result.stdout or "{}").get("systemMessage", "")
 
 
+@pytest.mark.usefixtures("today")  # the page is named after the month
 def test_session_start_says_what_changed_since_the_last_session(vault_dir: Path, hook_home: Path) -> None:
     start = payload("SessionStart", source="startup")
     assert "Since your last session" not in message(run_hook("session_start", start))  # the first start sets the mark

@@ -161,6 +161,7 @@ def test_offline_when_asked_when_claude_is_missing_or_capped(tmp_path: Path, mon
     assert cands == miner.mine(TURNS)
 
 
+@pytest.mark.usefixtures("today")  # the count is per local day
 def test_calls_are_counted_per_day(monkeypatch: pytest.MonkeyPatch) -> None:
     assert miner.calls_today() == 0
     miner.count_call()

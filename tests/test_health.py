@@ -140,7 +140,7 @@ def test_missing_memory_folder_is_unhealthy_exit_1(tmp_path: Path) -> None:
     assert "MemoryVault/ does not exist" in result.output and "unhealthy" in result.output
 
 
-def test_injections_are_counted_once_and_old_unrecalled_entries_listed(hook_vault: Path) -> None:  # noqa: F811
+def test_injections_are_counted_once_and_old_unrecalled_entries_listed(hook_vault: Path, today: dt.date) -> None:  # noqa: F811
     result = run_hook("user_prompt_submit", payload("UserPromptSubmit", prompt=FLAKY))
     injected = [r for r in runtime.read_log() if r.get("hook") == "UserPromptSubmit"][-1]["injected"]
     assert result.returncode == 0 and injected
@@ -152,9 +152,7 @@ def test_injections_are_counted_once_and_old_unrecalled_entries_listed(hook_vaul
     try:
         counted = analytics.recalled(index)
         assert {i["path"] for i in injected} == set(counted)
-        assert all(
-            r.count == 1 and r.last_recalled.startswith(dt.date.today().isoformat()[:4]) for r in counted.values()
-        )
+        assert all(r.count == 1 and r.last_recalled.startswith(str(today.year)) for r in counted.values())
         # Recalls watched for longer than gc.unrecalled_days: old entries never injected become candidates.
         index.conn.execute("UPDATE recall_cursor SET since = '2025-01-01T00:00:00+00:00'")
         index.conn.commit()

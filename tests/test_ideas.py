@@ -27,7 +27,6 @@ from .test_reflect import ASK, OK, PIP, write_transcript
 
 INC = "MemoryVault/personal-private/_idea-incubator"
 PROJ = "MemoryVault/personal-projects"
-TODAY = dt.date.today().isoformat()
 BODY = "A nightly job that reruns the suite with random seeds. It records which tests flip. Then it posts a list."
 
 
@@ -57,7 +56,7 @@ def make_old(vault: Vault, slug: str, when: str = "2025-01-10T09:00:00") -> None
 # ---- capture --------------------------------------------------------------------------------------
 
 
-def test_capture_creates_ideas_md_and_the_incubator_note_in_one_commit(git_vault: Vault) -> None:
+def test_capture_creates_ideas_md_and_the_incubator_note_in_one_commit(git_vault: Vault, today: dt.date) -> None:
     vault = git_vault
     (vault.root / "Ideas.md").unlink()
     git(vault.root, "commit", "-qam", "no ledger")
@@ -66,7 +65,7 @@ def test_capture_creates_ideas_md_and_the_incubator_note_in_one_commit(git_vault
     rel = f"{INC}/flaky-test-radar/_index.md"
     assert result.path == rel and set(result.paths) == {rel, "Ideas.md"}
     assert ledger(vault).decode() == (
-        f"# Ideas\n\n## {TODAY}: Flaky test radar\n"
+        f"# Ideas\n\n## {today}: Flaky test radar\n"
         "A nightly job that reruns the suite with random seeds. It records which tests flip.\n"
         f"[[{INC}/flaky-test-radar/_index|Flaky test radar]]\n"
     )
@@ -95,7 +94,7 @@ def test_capture_twice_never_adds_a_second_section(vault: Vault) -> None:
     assert ledger(vault) == edited and (vault.root / INC / "flaky-test-radar" / "_index.md").is_file()
 
 
-def test_the_users_own_bytes_in_ideas_md_are_never_changed(vault: Vault) -> None:
+def test_the_users_own_bytes_in_ideas_md_are_never_changed(vault: Vault, today: dt.date) -> None:
     mine = (
         "\ufeff---\r\ntags: [ideas]\r\n---\r\n# My ideas\r\nFree text before.\r\n\r\n"
         "## 2026-01-02: Garden planner\r\nRaised beds.  \r\n- [ ] seeds\r\n\r\nTrailing words without newline"
@@ -106,17 +105,17 @@ def test_the_users_own_bytes_in_ideas_md_are_never_changed(vault: Vault) -> None
     assert after.startswith(mine)
     link = f"[[{INC}/flaky-test-radar/_index|Flaky test radar]]"
     added = after[len(mine) :].decode()
-    assert added == f"\r\n\r\n## {TODAY}: Flaky test radar\r\n{BODY.rsplit(' Then', 1)[0]}\r\n{link}\r\n"
+    assert added == f"\r\n\r\n## {today}: Flaky test radar\r\n{BODY.rsplit(' Then', 1)[0]}\r\n{link}\r\n"
     # The user renames our heading and writes a section after ours: promote marks ours, at its end only.
     renamed = after.replace(b": Flaky test radar\r\n", b": Radar (renamed)\r\n")
     user_after = b"## 2026-12-01: Another of mine\r\nText.\r\n"
     (vault.root / "Ideas.md").write_bytes(renamed + b"\r\n" + user_after)
     incubator.promote(vault, "flaky-test-radar")
-    marker = f"\u2192 promoted {TODAY} to [[{PROJ}/flaky-test-radar/_index]]".encode()
+    marker = f"\u2192 promoted {today} to [[{PROJ}/flaky-test-radar/_index]]".encode()
     assert ledger(vault) == renamed[:-2] + b"\r\n" + marker + b"\r\n" + b"\r\n" + user_after
 
 
-def test_private_spans_and_secrets_never_reach_ideas_md(vault: Vault) -> None:
+def test_private_spans_and_secrets_never_reach_ideas_md(vault: Vault, today: dt.date) -> None:
     token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
     with pytest.raises(SafetyError) as refused:
         incubator.capture(vault, "Deploy bot", f"Use the token {token} in CI. Then deploy.")
@@ -126,13 +125,15 @@ def test_private_spans_and_secrets_never_reach_ideas_md(vault: Vault) -> None:
         vault, "Deploy <private>acme</private> bot", "A bot. <private>Client acme pays.</private> It ships."
     )
     text = ledger(vault).decode() + (vault.root / INC / "deploy-bot" / "_index.md").read_text()
-    assert "acme" not in text and "## " + TODAY + ": Deploy bot" in text
+    assert "acme" not in text and f"## {today}: Deploy bot" in text
 
 
 # ---- promote ----------------------------------------------------------------------------------------
 
 
-def test_promote_moves_the_whole_folder_marks_the_section_and_updates_the_index(vault_dir: Path) -> None:
+def test_promote_moves_the_whole_folder_marks_the_section_and_updates_the_index(
+    vault_dir: Path, today: dt.date
+) -> None:
     vault = open_vault(vault_dir)
     incubator.capture(vault, "Flaky test radar", BODY)
     folder = vault_dir / INC / "flaky-test-radar"
@@ -154,13 +155,13 @@ def test_promote_moves_the_whole_folder_marks_the_section_and_updates_the_index(
     assert (dest / "research.md").read_text() == "# Research\n\nCompare pytest-flakefinder.\n"
     assert (dest / "sketches" / "plan.canvas").read_text() == '{"nodes": []}\n'
     meta = vault.read(f"{PROJ}/flaky-test-radar/_index.md").note.meta
-    assert meta["status"] == "promoted" and str(meta["promoted"]) == TODAY and meta["group"] == "personal-projects"
+    assert meta["status"] == "promoted" and str(meta["promoted"]) == str(today) and meta["group"] == "personal-projects"
     assert (
         ledger(vault)
         .decode()
         .endswith(
             f"[[{INC}/flaky-test-radar/_index|Flaky test radar]]\n"
-            f"\u2192 promoted {TODAY} to [[{PROJ}/flaky-test-radar/_index]]\n"
+            f"\u2192 promoted {today} to [[{PROJ}/flaky-test-radar/_index]]\n"
         )
     )
     with sqlite3.connect(vault.index_file) as db:
@@ -226,7 +227,7 @@ def test_promote_without_a_section_says_so_and_still_promotes(vault_dir: Path) -
 
 
 @pytest.fixture
-def aged(vault_dir: Path) -> Vault:
+def aged(vault_dir: Path, today: dt.date) -> Vault:
     """Three ideas: two untouched since January 2025 (one with an extra file), one fresh."""
     vault = open_vault(vault_dir)
     for title in ("Old one", "Old two", "Fresh idea"):
@@ -253,21 +254,21 @@ def test_gc_lists_only_old_ideas_and_changes_nothing_without_answers(aged: Vault
     assert json.loads(run(aged.root, "gc", "--months", "100", "--json").output)["ideas"] == []
 
 
-def test_gc_keep_archive_delete(aged: Vault) -> None:
+def test_gc_keep_archive_delete(aged: Vault, today: dt.date) -> None:
     vault_dir = aged.root
     result = run(vault_dir, "gc", "--ask", input="k\na\nd\ny\n")
     assert result.exit_code == 0, result.output
     assert "1 idea kept, 1 idea archived, 1 idea deleted" in result.output
     assert (vault_dir / INC / "flaky-test-detector" / "_index.md").is_file()
-    day = dt.date.today().strftime("%Y%m%d")
+    day = today.strftime("%Y%m%d")
     archived = f"MemoryVault/personal-private/_archive/personal-private/_idea-incubator/old-one.{day}"
     assert not (vault_dir / INC / "old-one").exists()
     assert aged.read(f"{archived}/_index.md").note.meta["status"] == "archived"
     assert not (vault_dir / INC / "old-two").exists()
     assert not list(vault_dir.rglob("old-two*"))
     text = ledger(aged).decode()
-    assert f"[[{INC}/old-one/_index|Old one]]\n\u2192 archived {TODAY} to [[{archived}/_index]]\n" in text
-    assert text.endswith(f"[[{INC}/old-two/_index|Old two]]\n\u2192 deleted {TODAY}\n\n" + _fresh_section())
+    assert f"[[{INC}/old-one/_index|Old one]]\n\u2192 archived {today} to [[{archived}/_index]]\n" in text
+    assert text.endswith(f"[[{INC}/old-two/_index|Old two]]\n\u2192 deleted {today}\n\n" + _fresh_section(today))
     # the archived and deleted ideas are no longer recalled through Ideas.md; the kept one still is
     aged.reindex(vectors="none")
     index = ix.open_index(aged.index_file)
@@ -279,8 +280,8 @@ def test_gc_keep_archive_delete(aged: Vault) -> None:
     assert "Old one" not in indexed and "Old two" not in indexed and "Fresh idea" in indexed
 
 
-def _fresh_section() -> str:
-    return f"## {TODAY}: Fresh idea\nFresh idea in two sentences. Second one.\n[[{INC}/fresh-idea/_index|Fresh idea]]\n"
+def _fresh_section(today: dt.date) -> str:
+    return f"## {today}: Fresh idea\nFresh idea in two sentences. Second one.\n[[{INC}/fresh-idea/_index|Fresh idea]]\n"
 
 
 @pytest.mark.parametrize("answers", ["d\n\nd\nn\nd\nno\n", "d\n", ""])
@@ -334,7 +335,7 @@ def test_a_crash_at_any_step_leaves_both_files_or_neither(tmp_path: Path, vault_
     assert seen[0] == "old" and seen[-1] == "new" and len(seen) >= 4, seen
 
 
-def test_reflecting_an_idea_adds_its_ideas_md_section_once(vault: Vault, tmp_path: Path) -> None:
+def test_reflecting_an_idea_adds_its_ideas_md_section_once(vault: Vault, tmp_path: Path, today: dt.date) -> None:
     said = [ASK, PIP, ("user", "We should also add a flaky test detector to CI later."), OK]
     report = runner.reflect_transcript(vault, write_transcript(tmp_path / "a.jsonl", "sess-a", said))
     (path,) = report.written
@@ -342,7 +343,7 @@ def test_reflecting_an_idea_adds_its_ideas_md_section_once(vault: Vault, tmp_pat
     title = vault.read(path).title
     text = ledger(vault).decode()
     assert text.endswith(
-        f"## {TODAY}: {title}\n> We should also add a flaky test detector to CI later. The user said (follow-up).\n"
+        f"## {today}: {title}\n> We should also add a flaky test detector to CI later. The user said (follow-up).\n"
         .replace("> ", "") + f"[[{folder}/_index|{title}]]\n"
     )  # fmt: skip
     assert vault.read(path).note.meta["surfaced_in_session"] == "sess-a"

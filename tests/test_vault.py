@@ -62,12 +62,12 @@ def test_replace_keeps_created_and_unknown_keys(vault) -> None:
     assert vault.read(rel).note.body == "Use uv everywhere.\n"
 
 
-def test_evolve_is_a_supersede_with_an_archive(vault) -> None:
+def test_evolve_is_a_supersede_with_an_archive(vault, today: dt.date) -> None:
     rel = "MemoryVault/personal-private/preference/pytest-over-unittest.md"
     old = vault.read(rel)
     result = vault.evolve(rel, "Use pytest with the randomly plugin.\n", reason="we adopted pytest-randomly")
-    today = dt.date.today().strftime("%Y%m%d")
-    archived = f"MemoryVault/personal-private/_archive/personal-private/preference/pytest-over-unittest.{today}.md"
+    day = today.strftime("%Y%m%d")
+    archived = f"MemoryVault/personal-private/_archive/personal-private/preference/pytest-over-unittest.{day}.md"
     assert result.path == rel and result.archived == archived and set(result.paths) == {rel, archived}
     new, arch = vault.read(rel).note, vault.read(archived).note
     assert new.meta["supersedes"] == archived and new.meta["status"] == "active"

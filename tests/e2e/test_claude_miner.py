@@ -113,6 +113,7 @@ def test_one_window_one_call_no_tools_no_hooks_no_transcript_and_the_capture_sav
     assert again.written == [] and len(stub.bodies()) == 1  # nothing new: no second call
 
 
+@pytest.mark.usefixtures("today")  # the calls are counted per local day
 def test_a_long_session_is_mined_in_windows_and_their_candidates_merged(
     tmp_path: Path, claude_bin: Path, claude_home: Path, stub: AnthropicStub
 ) -> None:
@@ -137,6 +138,7 @@ def test_a_long_session_is_mined_in_windows_and_their_candidates_merged(
     assert miner.calls_today() == len(windows)
 
 
+@pytest.mark.usefixtures("today")  # the cap is per local day
 def test_the_daily_cap_keeps_a_session_offline_without_calling(
     tmp_path: Path, claude_bin: Path, claude_home: Path, stub: AnthropicStub
 ) -> None:
