@@ -157,9 +157,11 @@ def test_hooks_never_import_click_rich_yaml_or_the_model(hook_vault: Path) -> No
         _, loaded = run_hook_loading(name, stdin, heavy)
         assert [m for m in loaded if m.split(".")[0] in heavy] == [], name
     # With no service running, a keyword-only prompt never opens a socket, nor imports the module (3–5 ms), nor
-    # typing (5 ms: memvault.records stands in for NamedTuple) or dataclasses (8 ms with inspect).
+    # typing (5 ms: memvault.records stands in for NamedTuple) or dataclasses (8 ms with inspect), nor the
+    # thread a vector query runs on, the service's vector encoding or the scan for a vault without an index.
     stdin = payload("UserPromptSubmit", prompt=FLAKY)
-    _, loaded = run_hook_loading("user_prompt_submit", stdin, ("socket", "typing", "dataclasses", "inspect"))
+    unused = ("socket", "typing", "dataclasses", "inspect", "threading", "base64", "memvault.recall.scan")
+    _, loaded = run_hook_loading("user_prompt_submit", stdin, unused)
     assert loaded == [] and log_records("UserPromptSubmit")[-1]["mode"] == "keyword"
     # SessionStart reads the change log without compiling the secret patterns (about 30 ms), needed only to write it.
     # Nor typing or dataclasses (13 ms together).

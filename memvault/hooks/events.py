@@ -366,13 +366,13 @@ def _recall(root: Path, folder: str, prompt: str, settings: dict[str, Any], extr
             return answer
         late = client.read_info() is not None  # only on the way to the fallback: say why it is keyword-only
         reason = f"the embedding service {'did not answer in time' if late else 'is not running'} (keyword-only)"
-    from memvault.recall import scan
     from memvault.recall import search as rc
 
     local = rc.options_from({**options, "budget_ms": max(20.0, budget_ms)})
     if index_file.exists():
         result = rc.recall_file(index_file, prompt, local, None)
     else:  # before the first reindex: the seed's file scan, keyword-only, within the budget
+        from memvault.recall import scan
         from memvault.store import disk
 
         result = scan.scan(root, folder, disk.ignore_patterns(root, tuple(settings["vault"]["ignore"])), prompt, local)

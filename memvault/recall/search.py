@@ -9,7 +9,6 @@ not make it easier to follow.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -205,6 +204,8 @@ class _VectorJob:
         self.model, self.deadline = model, deadline
         self.value: tuple[str, bytes] | None = None
         self.error: str | None = None
+        import threading  # here, not at the top: a keyword-only prompt hook never starts the thread
+
         self.thread = threading.Thread(target=self._run, args=(embed, query), daemon=True)
         self.thread.start()
 
