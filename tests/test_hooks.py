@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import os
 import re
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -341,6 +343,27 @@ def test_before_the_first_reindex_prompts_fall_back_to_a_file_scan(vault_dir: Pa
     assert "no index yet" in log_records("UserPromptSubmit")[-1]["reason"]
 
 
+def test_while_the_first_reindex_runs_prompts_fall_back_to_a_file_scan(vault_dir: Path, memvault_home: Path) -> None:
+    """SessionStart starts the first reindex in the background; a prompt before it ends finds an index that holds
+    part of the vault, or none of it (the real Claude Code plugin test met this on a loaded machine)."""
+    from memvault import open_vault
+    from memvault.index import core as ix
+
+    memvault_home.mkdir(parents=True, exist_ok=True)
+    config = f"vault:\n  root: {vault_dir}\nembedding:\n  warm_service: false\n{KEYWORD_FLOOR}"
+    (memvault_home / "config.yaml").write_text(config)
+    vault = open_vault(vault_dir)
+    ix.open_index(vault.index_file, vector=False).close()  # what a reindex commits first: the tables, no notes
+    result = run_hook("user_prompt_submit", payload("UserPromptSubmit", prompt=FLAKY))
+    assert "bisecting-flaky-tests.md" in context_of(result, "UserPromptSubmit")
+    assert log_records("UserPromptSubmit")[-1]["reason"].startswith("no index yet: scanned the files")
+    vault.reindex(vectors="none")  # once it has finished, the index answers
+    result = run_hook("user_prompt_submit", payload("UserPromptSubmit", session="s-2", prompt=FLAKY))
+    assert "bisecting-flaky-tests.md" in context_of(result, "UserPromptSubmit")
+    record = log_records("UserPromptSubmit")[-1]
+    assert record["mode"] == "keyword" and "scanned" not in record["reason"], record
+
+
 # ---- kill switch, STOP file, the silent hooks --------------------------------------------------------
 
 
@@ -554,6 +577,17 @@ def test_prompt_recall_is_hybrid_with_the_service_and_keeps_the_budget_when_it_h
         # session already has) are all dropped.
         assert record["mode"] in ("hybrid", "vector") and record["injected"] == [] and len(record["dropped"]) >= 5
         assert "nothing passed the relevance floor (best: cosine" in record["reason"]
+
+        # While the first reindex runs (SessionStart starts it) the index holds only part of the vault: the
+        # service says so, and the event it runs scans the files instead.
+        index_file = open_vault(hook_vault).index_file
+        with contextlib.closing(sqlite3.connect(index_file)) as conn, conn:
+            conn.execute("DELETE FROM meta WHERE key = 'last_sync'")
+        building = run_hook("user_prompt_submit", payload("UserPromptSubmit", session="s-build", prompt=FLAKY))
+        assert "bisecting-flaky-tests.md" in context_of(building, "UserPromptSubmit")
+        record = log_records("UserPromptSubmit")[-1]
+        assert record["served"] is True and record["reason"].startswith("no index yet: scanned the files"), record
+        assert open_vault(hook_vault).reindex(vectors="service").pending == 0  # a whole sync: built again
 
         pid = client.read_info()["pid"]
         os.kill(pid, signal.SIGSTOP)  # accepts connections (the kernel queues them) but never answers

@@ -94,6 +94,28 @@ def test_a_slow_embedding_degrades_to_keyword_only_within_the_budget(small_vault
     assert top(result) == "error-code"
 
 
+def test_an_index_whose_first_sync_has_not_ended_is_refused_only_where_files_can_be_scanned(tmp_path: Path) -> None:
+    root = tmp_path / "partial"
+    for name, body in NOTES.items():
+        target = root / "MemoryVault" / "personal-private" / "domain" / f"{name}.md"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(body, encoding="utf-8")
+    vault = open_vault(root)
+    index, _ = indexing.open_index(vault.root, vault.config)
+    try:  # one note synced, as a save before any reindex does: the index holds part of the vault
+        sync.sync(index, indexing.layout(vault.root, vault.config), only=["MemoryVault/personal-private/domain/car.md"])
+    finally:
+        index.close()
+    options = search.Options(k=3, budget_ms=10_000)
+    partial = search.recall_file(vault.index_file, "oil change for the automobile", options, None)
+    assert top(partial) == "car"  # reflection's duplicate search reads what is there
+    refused = search.recall_file(vault.index_file, "oil change for the automobile", options, None, built_only=True)
+    assert refused.hits == [] and (refused.reason or "").startswith(search.UNBUILT_REASON)  # the hook scans instead
+    vault.reindex(vectors="none")
+    built = search.recall_file(vault.index_file, "oil change for the automobile", options, None, built_only=True)
+    assert top(built) == "car"
+
+
 def test_no_service_means_keyword_only_with_a_reason(small_vault) -> None:
     _, index = small_vault
     result = search.recall(index, "printer tray", search.Options(k=3), client.query_vector)

@@ -362,16 +362,20 @@ def _recall(root: Path, folder: str, prompt: str, settings: dict[str, Any], extr
             answer = served.recall(str(index_file), prompt, asked)
         else:
             answer = client.recall(str(index_file), prompt, asked, timeout=wait_ms / 1000)
-        if answer is not None:
+        if answer is None:
+            late = client.read_info() is not None  # only on the way to the fallback: say why it is keyword-only
+            reason = f"the embedding service {'did not answer in time' if late else 'is not running'} (keyword-only)"
+        elif _unbuilt(answer.get("reason")):
+            reason = "the index was still being built when the service searched it (keyword-only)"
+        else:
             return answer
-        late = client.read_info() is not None  # only on the way to the fallback: say why it is keyword-only
-        reason = f"the embedding service {'did not answer in time' if late else 'is not running'} (keyword-only)"
     from memvault.recall import search as rc
 
     local = rc.options_from({**options, "budget_ms": max(20.0, budget_ms)})
-    if index_file.exists():
-        result = rc.recall_file(index_file, prompt, local, None)
-    else:  # before the first reindex: the seed's file scan, keyword-only, within the budget
+    result = rc.recall_file(index_file, prompt, local, None, built_only=True) if index_file.exists() else None
+    if result is None or _unbuilt(result.reason):
+        # before the first reindex has finished (the session start's may be running): the seed's file scan,
+        # keyword-only, within the budget
         from memvault.recall import scan
         from memvault.store import disk
 
@@ -381,6 +385,15 @@ def _recall(root: Path, folder: str, prompt: str, settings: dict[str, Any], extr
         floor = next((part for part in (result.reason or "").split("; ") if part.startswith(rc.FLOOR_REASON)), None)
         data.update(partial=True, reason=f"{reason}; {floor}" if floor else reason)
     return data
+
+
+def _unbuilt(reason: object) -> bool:
+    """Whether a recall's reason says the index has not finished its first build (`search.recall_file`)."""
+    if not isinstance(reason, str) or not reason:
+        return False
+    from memvault.recall import search
+
+    return reason.startswith(search.UNBUILT_REASON)
 
 
 def _excerpt(prompt: str) -> str:

@@ -30,6 +30,9 @@ CHUNKS_PER_NOTE = 3  # vector side: how many chunks to fetch per wanted note
 SHOWN_COVERAGE_WEIGHT = 1.5
 SHOWN_MAX_CHUNKS = 32
 FLOOR_REASON = "nothing passed the relevance floor"  # how a result emptied by the floor starts its reason
+# How a result starts when the index exists but its first full sync has not finished (the session-start
+# reindex still running): it holds only part of the vault, so the caller scans the files instead.
+UNBUILT_REASON = "the index has not finished its first build"
 # bm25 column weights: title, tags, heading path, the chunk's text, its neighbours' window (index.chunking)
 BM25_WEIGHTS = "4.0, 3.0, 2.0, 1.0, 0.4"
 # (query text, timeout in seconds) → (model name, float32 blob), or None when no vector is available in time.
@@ -456,18 +459,27 @@ def admits(row: NoteRow, options: Options) -> bool:
 
 
 def recall_file(
-    path: Path, query: str, options: Options, embed: QueryEmbedder | None, nearest: NearestChunks | None = None
+    path: Path,
+    query: str,
+    options: Options,
+    embed: QueryEmbedder | None,
+    nearest: NearestChunks | None = None,
+    *,
+    built_only: bool = False,
 ) -> Result:
     """The prompt-path entry point: recall from the index file at `path` without migrating or writing it.
 
     A missing or damaged index gives an empty result with the reason set (the caller may fall back
-    to scanning the files); it never raises for that.
+    to scanning the files); it never raises for that. With `built_only` (the prompt hook, which can scan
+    instead), so does an index whose first whole-vault sync has not finished (`UNBUILT_REASON`).
     """
     try:
         index = open_reader(path)
     except (CorruptIndex, db.dbapi().Error) as exc:
         return Result(reason=str(exc), partial=True)
     try:
+        if built_only and index.get_meta("last_sync") is None:  # set when a whole-vault sync ends
+            return Result(reason=f"{UNBUILT_REASON} (a reindex is running or never finished)", partial=True)
         return recall(index, query, options, embed, nearest)
     except db.dbapi().Error as exc:
         return Result(reason=f"the index could not be read ({exc})", partial=True)

@@ -317,7 +317,8 @@ class Server:
     def _recall(self, request: dict[str, Any]) -> dict[str, Any]:
         """Hybrid recall run here, beside the loaded model: a hook sends its prompt and gets the hits back.
 
-        The hook then needs neither the index layer's imports nor a second round trip for the vector.
+        The hook then needs neither the index layer's imports nor a second round trip for the vector. An index
+        whose first build has not finished answers nothing but the reason: the hook scans the files instead.
         """
         index, query, options = request.get("index"), request.get("query"), request.get("options")
         if not (isinstance(index, str) and index.endswith(".sqlite3") and isinstance(query, str)):
@@ -334,7 +335,7 @@ class Server:
             wanted = rc.options_from(options)
             self.vectors = self.vectors or vecmem.VectorCache()
             nearest = self.vectors.nearest_for(Path(index))  # None until its in-memory copy is fresh
-            result = rc.recall_file(Path(index), query, wanted, self._query_vector, nearest)
+            result = rc.recall_file(Path(index), query, wanted, self._query_vector, nearest, built_only=True)
         except Exception as exc:  # reported to the client, the service keeps serving
             log(f"recall failed: {type(exc).__name__}: {exc}")
             return _error(f"recall failed: {type(exc).__name__}: {exc}")
