@@ -173,6 +173,7 @@ scalar = st.one_of(
     position=st.integers(0, 5),
     flow=st.booleans(),
 )
+@example(private="", comment="", others={"__": None, "_": [""]}, position=2, flow=False)  # found once: `private:\n- ''`
 def test_the_line_reading_of_private_never_lets_through_what_yaml_keeps_private(
     private: str, comment: str, others: dict[str, Any], position: int, flow: bool
 ) -> None:

@@ -121,6 +121,8 @@ def test_inspect_never_shows_a_private_title(hook_vault: Path, memvault_home: Pa
         ("private: on", True),
         ("private: maybe", True),  # anything but an explicit "no" fails closed
         ("private:\n  - work", True),
+        ("private:\n- ''", True),  # the list [''] (found by the fuzz test): not empty, so private
+        ("private:\n  - no", True),
         ("private: *anchor", True),
         ("{kind: fix, private: yes}", True),
         ("private: false", False),

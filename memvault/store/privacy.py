@@ -69,8 +69,9 @@ def frontmatter_says_private(frontmatter: str) -> bool:
 
     Every `private:` key counts, at any depth and in flow style (`{private: yes}`), so duplicate or
     nested keys fail closed. A value on the key's own line is read as a YAML scalar (quotes and a
-    trailing `# comment` removed); a value on the following indented lines (a block scalar, a
-    list item) counts as written there; an anchor, alias, tag or non-empty collection is private.
+    trailing `# comment` removed); a scalar on the following indented lines counts as written there;
+    a list item there (`- no` is the list `["no"]` to YAML), an anchor, alias, tag or non-empty
+    collection is private.
     """
     if "private" not in frontmatter.lower():
         return False
@@ -83,7 +84,10 @@ def frontmatter_says_private(frontmatter: str) -> bool:
                 following = next((ln for ln in lines[i + 1 :] if ln.strip() and not ln.lstrip().startswith("#")), "")
                 if following[:1] not in (" ", "\t", "-"):
                     continue  # null
-                value = _value(following.strip().removeprefix("-"), False) or ""
+                item = following.strip()
+                if item == "-" or item.startswith(("- ", "-\t")):
+                    return True  # a block sequence: a non-empty list, private whatever its items say
+                value = _value(item, False) or ""
             if value not in _NOT_PRIVATE:
                 return True
     return False
