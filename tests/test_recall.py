@@ -27,14 +27,18 @@ NOTES = {
 }
 
 
-@pytest.fixture
-def small_vault(tmp_path: Path, embedder) -> tuple[Vault, ix.Index]:
-    root = tmp_path / "small"
+def write_notes(root: Path) -> Vault:
+    """NOTES as domain notes of a new vault at `root`."""
     for name, body in NOTES.items():
         target = root / "MemoryVault" / "personal-private" / "domain" / f"{name}.md"
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(body, encoding="utf-8")
-    vault = open_vault(root)
+    return open_vault(root)
+
+
+@pytest.fixture
+def small_vault(tmp_path: Path, embedder) -> tuple[Vault, ix.Index]:
+    vault = write_notes(tmp_path / "small")
     index, _ = indexing.open_index(vault.root, vault.config)
     sync.sync(index, indexing.layout(vault.root, vault.config))
     assert sync.embed_pending(index, embedder) == len(NOTES)
@@ -95,12 +99,7 @@ def test_a_slow_embedding_degrades_to_keyword_only_within_the_budget(small_vault
 
 
 def test_an_index_whose_first_sync_has_not_ended_is_refused_only_where_files_can_be_scanned(tmp_path: Path) -> None:
-    root = tmp_path / "partial"
-    for name, body in NOTES.items():
-        target = root / "MemoryVault" / "personal-private" / "domain" / f"{name}.md"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(body, encoding="utf-8")
-    vault = open_vault(root)
+    vault = write_notes(tmp_path / "partial")
     index, _ = indexing.open_index(vault.root, vault.config)
     try:  # one note synced, as a save before any reindex does: the index holds part of the vault
         sync.sync(index, indexing.layout(vault.root, vault.config), only=["MemoryVault/personal-private/domain/car.md"])
