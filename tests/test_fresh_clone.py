@@ -83,7 +83,13 @@ def test_a_fresh_clone_with_a_throwaway_home_passes_the_fast_tests(tmp_path: Pat
 
 @pytest.mark.parametrize(
     "argv",
-    [["bench_recall.py", "--set", "locomo"], ["bench_latency.py"], ["bench_hooks.py"], ["bench_reflect.py"]],
+    [
+        ["bench_recall.py", "--set", "locomo"],
+        ["bench_latency.py"],
+        ["bench_hooks.py"],
+        ["bench_reflect.py"],
+        ["floor_by_size.py"],
+    ],
     ids=lambda argv: argv[0],
 )
 def test_a_benchmark_without_its_data_says_so_in_one_line(argv: list[str], tmp_path: Path) -> None:
