@@ -122,6 +122,20 @@ def example_vault(work: Path, embedder: embed.Embedder, cache: Path | None) -> i
     return index
 
 
+def locomo_vaults(
+    samples: list[dict[str, Any]], work: Path, embedder: embed.Embedder, cache: Path | None
+) -> list[tuple[str, ix.Index, br.Corpus]]:
+    """LoCoMo as one note per turn and as one note per session: (name, index, corpus) each."""
+    out = []
+    for section in ("turns", "sessions"):
+        corpus = br.locomo(samples, section)
+        built = br.build(corpus, work, embedder, cache, "")
+        if corpus.unit == "chunk":
+            br.chunk_keys(corpus, built.index)
+        out.append((corpus.name, built.index, corpus))
+    return out
+
+
 def collect(args: argparse.Namespace, embedder: embed.Embedder, work: Path) -> list[Asked]:
     negatives = [p for p in json.loads(UNRELATED.read_text(encoding="utf-8"))["prompts"] if not p["maybe_related"]]
     vaults: list[tuple[str, ix.Index, br.Corpus | None]] = []
@@ -131,12 +145,8 @@ def collect(args: argparse.Namespace, embedder: embed.Embedder, work: Path) -> l
         samples = json.loads(found.read_text(encoding="utf-8"))
         held = heldout_conversations(samples)
         print(f"LoCoMo held-out conversations: {', '.join(sorted(held))}")
-        for section in ("turns", "sessions"):
-            corpus = br.locomo(samples, section)
-            built = br.build(corpus, work, embedder, args.cache, "")
-            if corpus.unit == "chunk":
-                br.chunk_keys(corpus, built.index)
-            vaults.append((corpus.name, built.index, corpus))
+        for name, index, corpus in locomo_vaults(samples, work, embedder, args.cache):
+            vaults.append((name, index, corpus))
             asked = [(q, "heldout" if q.group in held else "dev") for q in corpus.queries if 1 <= q.category <= 4]
             positives.append((corpus.name, corpus, asked))
     else:

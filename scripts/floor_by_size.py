@@ -48,13 +48,7 @@ def collect(found: Path, args: argparse.Namespace, embedder: embed.Embedder, wor
     negatives = [p for p in json.loads(cf.UNRELATED.read_text(encoding="utf-8"))["prompts"] if not p["maybe_related"]]
     samples = json.loads(found.read_text(encoding="utf-8"))
     held = cf.heldout_conversations(samples)
-    vaults: list[tuple[str, ix.Index, br.Corpus | None]] = []
-    for section in ("turns", "sessions"):
-        corpus = br.locomo(samples, section)
-        built = br.build(corpus, work, embedder, args.cache, "")
-        if corpus.unit == "chunk":
-            br.chunk_keys(corpus, built.index)
-        vaults.append((corpus.name, built.index, corpus))
+    vaults: list[tuple[str, ix.Index, br.Corpus | None]] = [*cf.locomo_vaults(samples, work, embedder, args.cache)]
     prefs = br.preferences(br.PREFERENCES)
     vaults.append((prefs.name, br.build(prefs, work, embedder, args.cache, "").index, prefs))
     vaults.append(("example-vault", cf.example_vault(work, embedder, args.cache), None))
