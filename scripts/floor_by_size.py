@@ -63,20 +63,20 @@ def collect(found: Path, args: argparse.Namespace, embedder: embed.Embedder, wor
 
     for name, index, corpus in vaults:
         scoped = corpus is not None and name != prefs.name
-        groups = [None, *sorted({q.group for q in corpus.queries})] if corpus is not None and scoped else [None]
+        groups = [None, *sorted({q.group for q in corpus.queries})] if scoped else [None]
+        size = {group: chunks_in(index, group) for group in groups}  # counted once per scope
         for group in groups:
             shape = f"{name}:{'whole' if group is None else 'conversation'}" if scoped else name
-            n = chunks_in(index, group)
             for p in negatives:
                 hits = cf.ask(index, None, p["text"], vectors[p["text"]], embedder.name, group, cf.K_NEGATIVE)
-                add("negative", shape, p["part"], n, hits, [])
+                add("negative", shape, p["part"], size[group], hits, [])
         for i, q in enumerate(corpus.queries if corpus is not None else []):
             if scoped and not 1 <= q.category <= 4:
                 continue
             part = ("heldout" if q.group in held else "dev") if scoped else ("heldout" if i in held_prefs else "dev")
             group = q.group if scoped else None
             hits = cf.ask(index, corpus, q.text, vectors[q.text], embedder.name, group, cf.K_POSITIVE)
-            add("positive", f"{name}:conversation" if scoped else name, part, chunks_in(index, group), hits, q.targets)
+            add("positive", f"{name}:conversation" if scoped else name, part, size[group], hits, q.targets)
         index.close()
     return rows
 
