@@ -3,19 +3,25 @@
 `MEMVAULT_HOME` puts everything under one folder (tests, portable installs); otherwise the
 platform's user directories are used (XDG on Linux, ~/Library on macOS, %LOCALAPPDATA% on Windows).
 Nothing here is inside the vault: the vault is synced between machines, these files are not.
+
+On the prompt path (a keyword-only prompt hook finds its config, settings cache and index here),
+importing platformdirs costs about 15 ms (it imports tempfile, shutil, random, copy). So on Linux the
+config, state and cache folders are read from the XDG variables here, by the rules platformdirs
+applies (a test holds the two equal); other systems, and the runtime folder, ask platformdirs.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
+import sys
 from pathlib import Path
-
-import platformdirs
 
 from memvault.errors import MemvaultError
 
 APP = "memvault"
+# XDG Base Directory defaults, under the home folder, for the folders read here on Linux.
+_XDG = {"config": ("XDG_CONFIG_HOME", ".config"), "state": ("XDG_STATE_HOME", ".local/state"),
+        "cache": ("XDG_CACHE_HOME", ".cache")}  # fmt: skip
 
 
 def _home() -> Path | None:
@@ -29,7 +35,7 @@ def config_file() -> Path:
     if explicit:
         return Path(explicit).expanduser()
     home = _home()
-    return (home if home else platformdirs.user_config_path(APP, appauthor=False)) / "config.yaml"
+    return (home if home else user_dir("config")) / "config.yaml"
 
 
 def shown(path: Path) -> str:
@@ -43,12 +49,37 @@ def shown(path: Path) -> str:
 
 def state_dir() -> Path:
     home = _home()
-    return home / "state" if home else platformdirs.user_state_path(APP, appauthor=False)
+    return home / "state" if home else user_dir("state")
 
 
 def cache_dir() -> Path:
     home = _home()
-    return home / "cache" if home else platformdirs.user_cache_path(APP, appauthor=False)
+    return home / "cache" if home else user_dir("cache")
+
+
+def user_dir(kind: str) -> Path:
+    """memvault's user `kind` folder ("config", "state" or "cache") as platformdirs names it.
+
+    On Linux: `$XDG_<KIND>_HOME/memvault` when that is an absolute path, else `~/<default>/memvault`, where a
+    home that is unset or relative is the user's home from the password database (as platformdirs reads it).
+    """
+    if not sys.platform.startswith("linux"):
+        import platformdirs
+
+        return Path(getattr(platformdirs, f"user_{kind}_path")(APP, appauthor=False))
+    variable, default = _XDG[kind]
+    base = os.environ.get(variable, "")
+    if not os.path.isabs(base):
+        home = os.environ.get("HOME", "")
+        if not os.path.isabs(home):
+            import pwd
+
+            try:
+                home = pwd.getpwuid(os.getuid()).pw_dir
+            except KeyError:
+                raise MemvaultError("no home folder: set HOME or MEMVAULT_HOME", code="no_home") from None
+        base = os.path.join(home, default)
+    return Path(base) / APP
 
 
 def stop_file() -> Path:
@@ -59,9 +90,22 @@ def stop_file() -> Path:
 def vault_state_dir(vault_root: Path) -> Path:
     """Per-vault state (lock, journal, index): one folder per vault, keyed by its real path."""
     real = os.path.realpath(vault_root)
-    digest = hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+    digest = sha256_hex(real.encode("utf-8", "surrogateescape"))[:12]
     name = "".join(c for c in Path(real).name if c.isalnum() or c in "-_")[:40] or "vault"
     return state_dir() / "vaults" / f"{name}-{digest}"
+
+
+def sha256_hex(data: bytes) -> str:
+    """`hashlib.sha256(data).hexdigest()` from the standard library's own SHA-256 module where it has one: hashlib
+    first loads OpenSSL's, 5 ms of a keyword-only prompt hook, which names its vault's folder with this."""
+    try:
+        from _sha2 import sha256  # type: ignore[import-not-found,unused-ignore]  # Python 3.12+
+    except ImportError:
+        try:
+            from _sha256 import sha256  # type: ignore[import-not-found,no-redef,unused-ignore]  # Python 3.10, 3.11
+        except ImportError:  # a Python built without them
+            from hashlib import sha256
+    return str(sha256(data).hexdigest())
 
 
 INDEX_FILE = "index.sqlite3"
@@ -155,6 +199,8 @@ def runtime_dir() -> Path:
     else:
         import warnings
 
+        import platformdirs
+
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset; the fallback is fine
             try:
@@ -164,7 +210,7 @@ def runtime_dir() -> Path:
     if os.name == "posix" and len(os.fsencode(path / "embed.sock")) > 100:
         import tempfile
 
-        digest = hashlib.sha256(os.fsencode(path)).hexdigest()[:8]
+        digest = sha256_hex(os.fsencode(path))[:8]
         path = Path(tempfile.gettempdir()) / f"memvault-{os.getuid()}-{digest}"
     try:
         ensure_private_dir(path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -48,6 +49,37 @@ def test_memvault_config_points_at_another_file(tmp_path: Path, monkeypatch: pyt
     assert config.load().recall.k == 3
 
 
+@pytest.mark.parametrize("xdg", ["unset", "absolute", "relative", "empty", "trailing-slash"])
+@pytest.mark.parametrize("home", ["absolute", "relative", "empty", "unset"])
+def test_without_memvault_home_the_folders_are_where_platformdirs_puts_them(
+    xdg: str, home: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On Linux `paths` reads the XDG variables itself (platformdirs costs a prompt hook 15 ms); it must agree."""
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the XDG rules are read by hand on Linux only")
+    from platformdirs.unix import Unix
+
+    monkeypatch.delenv("MEMVAULT_HOME", raising=False)
+    monkeypatch.delenv("MEMVAULT_CONFIG", raising=False)
+    homes = {"absolute": str(tmp_path / "me"), "relative": "me", "empty": ""}
+    if home == "unset":
+        monkeypatch.delenv("HOME", raising=False)
+    else:
+        monkeypatch.setenv("HOME", homes[home])
+    for variable in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
+        values = {"absolute": str(tmp_path / variable), "relative": "rel/dir", "empty": "",
+                  "trailing-slash": f"{tmp_path / variable}/"}  # fmt: skip
+        if xdg == "unset":
+            monkeypatch.delenv(variable, raising=False)
+        else:
+            monkeypatch.setenv(variable, values[xdg])
+    theirs = Unix(paths.APP, appauthor=False)
+    assert paths.config_file() == theirs.user_config_path / "config.yaml"
+    assert paths.state_dir() == theirs.user_state_path
+    assert paths.cache_dir() == theirs.user_cache_path
+    assert paths.state_dir().is_absolute()
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
@@ -91,3 +123,11 @@ def test_write_vault_root_keeps_other_keys(memvault_home: Path, tmp_path: Path) 
 def test_as_dict_round_trips() -> None:
     cfg = config.from_dict({"recall": {"k": 7}, "vault": {"ignore": ["A"]}})
     assert config.from_dict(config.as_dict(cfg)) == cfg
+
+
+@pytest.mark.parametrize("data", [b"", b"/home/u/Obsidian", "/tmp/caf\udce9".encode("utf-8", "surrogateescape")])
+def test_the_folder_digests_are_sha256_whichever_module_computes_them(data: bytes) -> None:
+    """A vault's state folder is named by this digest: another value would lose its index and journal."""
+    import hashlib
+
+    assert paths.sha256_hex(data) == hashlib.sha256(data).hexdigest()

@@ -173,6 +173,32 @@ def test_hooks_never_import_click_rich_yaml_or_the_model(hook_vault: Path) -> No
     assert [m for m in loaded if m.split(".")[0] in light] == [], loaded
 
 
+def test_a_keyword_only_prompt_finds_its_folders_without_platformdirs(
+    hook_vault: Path, memvault_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As a user runs it (no MEMVAULT_HOME: the XDG folders on Linux), with no service, the prompt hook reads its
+    config, settings cache and index and never imports platformdirs (15 ms), even to look for the service."""
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the XDG folders are named without platformdirs on Linux only")
+    monkeypatch.delenv("MEMVAULT_HOME")
+    for variable, target in (("XDG_CONFIG_HOME", memvault_home), ("XDG_STATE_HOME", memvault_home / "state")):
+        (tmp_path / variable).mkdir()
+        (tmp_path / variable / "memvault").symlink_to(target)  # the same files MEMVAULT_HOME named
+        monkeypatch.setenv(variable, str(tmp_path / variable))
+    (tmp_path / "runtime").mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "runtime"))
+    from memvault import paths
+
+    # made by any memvault process that looked for the service (only that once asks platformdirs where it is)
+    assert paths.runtime_dir() == tmp_path / "runtime" / "memvault"
+    stdin = payload("UserPromptSubmit", prompt=FLAKY)
+    run_hook("user_prompt_submit", stdin)  # fills the settings cache, keyed by the config file's new name
+    result, loaded = run_hook_loading("user_prompt_submit", {**stdin, "session_id": "s-xdg"}, ("platformdirs",))
+    assert loaded == [] and "bisecting-flaky-tests.md" in context_of(result, "UserPromptSubmit")
+    record = log_records("UserPromptSubmit")[-1]
+    assert record["mode"] == "keyword" and record["not_served"] == "the service is not running", record
+
+
 def test_hooks_registered_with_or_without_the_site_flag_do_the_same_work(hook_vault: Path) -> None:
     """`python -S` (what install writes now) runs the site set-up itself before a full hook; an install from
     before the flag (`python <script>`) still works as it did."""

@@ -25,7 +25,7 @@ from pathlib import Path
 from memvault import paths, proctime, runtime
 from memvault.text import bounded_query, plural
 
-from .fast import MAX_PAYLOAD
+from .fast import MAX_PAYLOAD, NOT_RUNNING
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING (mypy reads it so) without importing typing at run time
 if TYPE_CHECKING:  # typing is not imported at run time: every millisecond of a hook's start counts
@@ -75,6 +75,7 @@ def main(
     `host` names the agent when it is not Claude Code (set by `hooks.adapters`); the log line carries it, as it
     carries `not_served`: why the warm service did not run this event for the hook (`hooks.fast`).
     """
+    NOT_SERVED.set(not_served)
     output, record = respond(event, read_payload(stdin or sys.stdin), host=host)
     if not_served:
         record["not_served"] = not_served
@@ -131,6 +132,8 @@ class Served:
 
 
 SERVED: ContextVar[Served | None] = ContextVar("memvault_served", default=None)
+# Why the warm service did not run this event for this hook process (`hooks.fast`), set by `main`.
+NOT_SERVED: ContextVar[str | None] = ContextVar("memvault_not_served", default=None)
 
 
 def read_payload(stream: TextIO) -> dict[str, Any]:
@@ -344,6 +347,9 @@ def _recall(root: Path, folder: str, prompt: str, settings: dict[str, Any], extr
 
     recall = settings["recall"]
     served = SERVED.get()
+    # `hooks.fast` found no service where `paths.runtime_dir()` puts it: not looked for again (naming that folder
+    # here would import platformdirs, 15 ms)
+    not_running = NOT_SERVED.get() == NOT_RUNNING
     started = served.started if served else proctime.started()[0]
     budget_ms = recall["prompt_budget_ms"] - (time.monotonic() - started) * 1000  # from the hook process's start
     options: dict[str, Any] = {
@@ -360,10 +366,13 @@ def _recall(root: Path, folder: str, prompt: str, settings: dict[str, Any], extr
             answer = None
         elif served is not None:  # in the service: its own recall, no socket
             answer = served.recall(str(index_file), prompt, asked)
+        elif not_running:
+            answer = None
         else:
             answer = client.recall(str(index_file), prompt, asked, timeout=wait_ms / 1000)
         if answer is None:
-            late = client.read_info() is not None  # only on the way to the fallback: say why it is keyword-only
+            # only on the way to the fallback: say why it is keyword-only
+            late = not not_running and client.read_info() is not None
             reason = f"the embedding service {'did not answer in time' if late else 'is not running'} (keyword-only)"
         elif _unbuilt(answer.get("reason")):
             reason = "the index was still being built when the service searched it (keyword-only)"

@@ -36,6 +36,7 @@ MARGIN_S = 0.05  # on top of that, for the answer to cross the socket
 # Where memvault looks for its config, state and vault: the service answers only a hook whose are the same.
 ENV_NAMES = ("HOME", "USERPROFILE", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR")
 ENV_PREFIXES = ("MEMVAULT_", "AGENT_TOOLKIT_")
+NOT_RUNNING = "the service is not running"  # none where it must be: the full hook does not look for it again
 
 
 def environment() -> dict[str, str]:
@@ -112,8 +113,12 @@ def _ask(event: str, host: str | None, raw: bytes) -> dict[str, Any] | str:
     try:
         with open(os.path.join(folder, INFO_NAME), encoding="utf-8") as handle:
             info = json.loads(handle.read(64 * 1024))
+    except FileNotFoundError:
+        # Said for certain where this folder is `paths.runtime_dir()`'s: MEMVAULT_HOME's, or Linux's (tested equal)
+        certain = os.environ.get("MEMVAULT_HOME") or sys.platform.startswith("linux")
+        return NOT_RUNNING if certain else "no service found here"
     except (OSError, ValueError):
-        return "the service is not running"
+        return "the service's info file cannot be read"
     address = os.path.join(folder, SOCKET_NAME)
     if not (isinstance(info, dict) and info.get("transport") == "unix" and info.get("address") == address):
         return "the service does not listen on a Unix socket"
