@@ -61,7 +61,7 @@ class Package:
 # Pinned: without a version npm picks the newest release whose `engines` accept the local Node, often an old one.
 # Claude Code from 2.1.2xx on declares Node >= 22: the exact version installs with an EBADENGINE warning on Node
 # 20, and its native binary (from a platform package, found even when npm skipped the postinstall) needs no Node.
-CLAUDE_CODE = Package("@anthropic-ai/claude-code", "2.1.330", "claude-code", "@anthropic-ai/claude-code-*/claude", True)
+CLAUDE_CODE = Package("@anthropic-ai/claude-code", "2.1.332", "claude-code", "@anthropic-ai/claude-code-*/claude", True)
 CODEX = Package("@openai/codex", "0.169.0", "codex", ".bin/codex", False)
 GEMINI_CLI = Package("@google/gemini-cli", "0.61.0", "gemini-cli", ".bin/gemini", False)
 
