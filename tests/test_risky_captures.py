@@ -32,14 +32,14 @@ SAFE = [
 
 @pytest.mark.parametrize("text", RISKY)
 def test_dangerous_instructions_are_recognised(text: str) -> None:
-    from memvault.reflect import risk
+    from memvault.store import risk
 
     assert risk.assess(text), text
 
 
 @pytest.mark.parametrize("text", SAFE)
 def test_ordinary_preferences_are_not(text: str) -> None:
-    from memvault.reflect import risk
+    from memvault.store import risk
 
     assert risk.assess(text) is None, risk.assess(text)
 

@@ -19,12 +19,12 @@ from memvault.errors import InvalidNote, MemvaultError, SafetyError
 from memvault.ideas import incubator
 from memvault.index.schema import place
 from memvault.recall import search as recall_mod
-from memvault.store import changelog, disk, notes, privacy, secrets
+from memvault.store import changelog, disk, notes, privacy, risk, secrets
 from memvault.store.changelog import Record
 from memvault.store.model import INCUBATOR
 from memvault.vault.core import Vault
 
-from . import likeness, risk, router
+from . import likeness, router
 from .state import Ledger, TranscriptState
 
 RECALL_BUDGET_MS = 5_000

@@ -1,4 +1,4 @@
-"""Whether a captured instruction would be dangerous as a standing rule (pure): destructive commands, weakened
+"""Whether text would be dangerous as a standing instruction (pure): destructive commands, weakened
 safety settings, data sent elsewhere.
 
 A preference saved from a session is injected into every later one, so text pasted into a prompt
