@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
+import subprocess
+import sys
 
 import pytest
 
@@ -180,8 +181,17 @@ def test_specific_kind_wins_over_generic_assignment():
 def test_describe_empty_and_finding_is_frozen():
     assert describe([]) == "no secrets found"
     finding = Finding("jwt", 0, 10, 1)
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(AttributeError):
         finding.kind = "other"  # type: ignore[misc]
+    assert finding == Finding(kind="jwt", start=0, end=10, line=1)
+    assert (finding.kind, finding.start, finding.end, finding.line) == ("jwt", 0, 10, 1)
+
+
+def test_scanner_is_light_enough_for_the_prompt_hook():
+    """The prompt hook scans text; importing the scanner must not load typing or dataclasses."""
+    probe = "import sys, memvault.store.secrets; print(sorted({'typing', 'dataclasses', 'inspect'} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
 
 
 BENIGN = [

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from memvault.records import Record
 
 
-@dataclass(frozen=True)
-class Finding:
-    """One detected secret. Holds only its position, never the secret text."""
+class Finding(Record):
+    """One detected secret. Holds only its position, never the secret text (a light NamedTuple)."""
 
     kind: str
     start: int  # offset of the secret value itself in the scanned text
