@@ -414,3 +414,45 @@ def test_the_hook_log_record_says_which_miner_ran_and_why(vault: Vault, tmp_path
     record = jobs.reflect_session(vault, "sess-1", path, final=True)
     assert (record["miner"], record["miner_reason"]) == ("offline", "reflection.miner is offline")
     assert record["claude_calls"] is None and len(record["written"]) == 1
+
+
+def test_a_temp_file_left_by_a_killed_reflection_is_swept_on_the_next_run(vault: Vault, tmp_path: Path) -> None:
+    """A reflection killed between writing a state file's temp copy and renaming it leaves that temp file in the
+    state folder; the next reflection removes it, and nothing else there."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from memvault.store import disk
+
+    path = write_transcript(tmp_path / "s1.jsonl", "sess-1", [ASK, PIP])  # nothing to save: the first write is state
+    folder = tmp_path / "fault"
+    folder.mkdir()
+    code = (
+        "from pathlib import Path\nfrom memvault import open_vault\nfrom memvault.reflect import runner\n"
+        "runner.WAIT_SERVICE_S = 0.0\n"
+        f"runner.reflect_transcript(open_vault({str(vault.root)!r}), Path({str(path)!r}))\n"
+    )
+    env = {**os.environ, "MEMVAULT_FAULT_PAUSE": f"temp file written@{folder}"}
+    child = subprocess.Popen([sys.executable, "-c", code], env=env)
+    deadline = time.monotonic() + 60
+    while not (folder / "paused").exists() and child.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert (folder / "paused").exists(), "the reflection never reached a temp file"
+    os.kill(child.pid, signal.SIGKILL)  # between the temp file and its rename
+    child.wait(timeout=30)
+    state = vault.state_dir / "reflect"
+    left = [p for p in state.rglob("*") if p.name.endswith(disk.TEMP_SUFFIX)]
+    assert left, sorted(p.relative_to(state) for p in state.rglob("*"))
+    kept = state / "transcripts" / "notes.tmp"  # look-alikes that are not memvault's temp files
+    kept.write_text("keep me")
+    (state / ".hidden.json").write_text("{}")
+    before = {p for p in state.rglob("*") if p not in left}
+
+    runner.reflect_transcript(vault, path)
+
+    after = set(state.rglob("*"))
+    assert not [p for p in after if p.name.endswith(disk.TEMP_SUFFIX)], sorted(after)
+    assert before <= after and kept.read_text() == "keep me"

@@ -35,7 +35,7 @@ from memvault.vault.core import Vault
 
 from . import miner
 from .session import Report, TranscriptPass
-from .state import Failures, TranscriptState, read_json, state_dir, write_json
+from .state import Failures, TranscriptState, read_json, state_dir, sweep_temp_files, write_json
 
 __all__ = [
     "CorpusReport",
@@ -137,6 +137,7 @@ def reflect_transcript(
         if not held:
             report.busy = True
             return _done(report, started)
+        sweep_temp_files(vault)  # left by a reflection killed mid-write; no other reflection runs now
         failures = Failures.load(vault)
         if failures.quarantined(transcript) and not retry:
             report.quarantined = True
@@ -154,12 +155,12 @@ def reflect_transcript(
             raise
         if not dry_run:
             failures.clear(transcript)
-    if not (dry_run or report.halted):
-        write_json(
-            state_dir(vault) / "last_run.json",
-            {"time": time.time(), "transcript": str(transcript), "miner": report.miner,
-             "miner_reason": report.miner_reason},
-        )  # fmt: skip
+        if not (dry_run or report.halted):  # under the lock, as every write in the state folder
+            write_json(
+                state_dir(vault) / "last_run.json",
+                {"time": time.time(), "transcript": str(transcript), "miner": report.miner,
+                 "miner_reason": report.miner_reason},
+            )  # fmt: skip
     return _done(report, started)
 
 

@@ -144,6 +144,15 @@ def state_dir(vault: Vault) -> Path:
     return vault.state_dir / "reflect"
 
 
+def sweep_temp_files(vault: Vault) -> int:
+    """Remove the temp files a reflection killed between writing and renaming a state file left behind.
+
+    Call it holding `reflect.lock`: every write in the state folder happens under that lock.
+    """
+    folder = state_dir(vault)
+    return disk.sweep_temp_files(folder) + disk.sweep_temp_files(folder / "transcripts")
+
+
 def _rows(path: Path) -> dict[str, dict[str, Any]]:
     """A JSON object of objects (key → row) from `path`; missing, unreadable or malformed rows give nothing."""
     data = read_json(path)
