@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import os
 import platform
 import re
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +19,7 @@ from memvault.store import changelog, disk, notes, privacy, secrets
 from memvault.store.changelog import Record
 from memvault.vault.core import Vault
 
-from . import settings, skillfile
+from . import confined, settings, skillfile
 
 GROUP = "personal-skills"
 SOURCE = "skills-index"
@@ -165,30 +163,11 @@ def read_skill(location: Location) -> Skill:
 
 
 def _read_confined(location: Location) -> bytes:
-    folder = os.path.realpath(location.path.parent)
-    if location.confine is not None and not disk.is_inside(folder, os.path.realpath(location.confine)):
+    if location.confine is not None and not confined.inside(location.path.parent, location.confine):
         raise MemvaultError("the skill folder is a symlink that leads out of its project or plugin: not read",
                             code="invalid_skill")  # fmt: skip
-    real = os.path.realpath(location.path)
-    if real == folder or not disk.is_inside(real, folder):
-        raise MemvaultError("SKILL.md is a symlink that leads out of its skill folder: not read", code="invalid_skill")
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
-    try:
-        fd = os.open(real, flags)
-        try:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode):
-                raise MemvaultError("SKILL.md is not a regular file: not read", code="invalid_skill")
-            if info.st_size > MAX_SKILL_BYTES:
-                raise MemvaultError(
-                    f"{info.st_size // 1024} KB is over the {MAX_SKILL_BYTES // 1024} KB limit", code="invalid_skill"
-                )
-            with os.fdopen(os.dup(fd), "rb") as handle:
-                return handle.read(MAX_SKILL_BYTES + 1)[:MAX_SKILL_BYTES]
-        finally:
-            os.close(fd)
-    except OSError as exc:
-        raise MemvaultError(f"cannot read it: {exc.strerror or exc}", code="invalid_skill") from None
+    leaving = "SKILL.md is a symlink that leads out of its skill folder: not read"
+    return confined.read(location.path, location.path.parent, MAX_SKILL_BYTES, leaving=leaving, code="invalid_skill")
 
 
 def parse_skill(location: Location, text: str, digest: str) -> Skill:
