@@ -2,13 +2,15 @@
 
 Reads `~/.claude/CLAUDE.md` (or `$CLAUDE_CONFIG_DIR/CLAUDE.md`), the project's `CLAUDE.md`,
 `.claude/CLAUDE.md` and `AGENTS.md`, any `--from` file, and the markdown files they import with
-`@path` (five levels, as Claude Code does). A distiller turns each file into candidate entries, one rule
+`@path` (five levels, as Claude Code does); never a file outside the folder it belongs to (`sources`),
+and every file not read is reported with why. A distiller turns each file into candidate entries, one rule
 each with its heading path as context; the offline one splits by structure (`seed_split`). Another
 distiller (the Claude miner, once reflection offers one) plugs in through `DISTILLERS` with the same
 signature, nothing else changes.
 
 Candidates go to `_review/` (approved into `_always-load/`), or straight to `_always-load/` with
-`accept`; all of one run are one journalled change with their change-log lines. An entry carries
+`accept` (a rule `store.risk` flags goes to `_review/` with its warning even then); all of one run are
+one journalled change with their change-log lines. An entry carries
 `seed_key` (its words), `seed_source` and `seed_context`: a rule already seeded is not seeded again,
 one removed from the vault stays out (a per-machine ledger remembers it), and a rule edited in its
 file becomes a supersede proposal of the entry it produced. Seeded entries are `protected: true`
@@ -29,12 +31,12 @@ from memvault import paths
 from memvault.errors import MemvaultError
 from memvault.reflect.session import capture_slug, protected_note
 from memvault.reflect.state import read_json, write_json
-from memvault.store import changelog, disk, journal, model, notes, privacy, secrets
+from memvault.store import changelog, disk, journal, model, notes, privacy, risk, secrets
 from memvault.store.changelog import Record
 from memvault.store.model import ALWAYS_LOAD, REVIEW
 from memvault.vault.core import Vault
 
-from . import seed_split
+from . import confined, seed_split
 from .settings import claude_dir
 
 SOURCE = "seed"
@@ -83,7 +85,7 @@ DISTILLERS: dict[str, Distiller] = {"structure": by_structure}
 class Report:
     sources: list[str] = field(default_factory=list)
     candidates: int = 0
-    created: list[dict[str, Any]] = field(default_factory=list)  # {path, title, kind, context, source, route}
+    created: list[dict[str, Any]] = field(default_factory=list)  # {path, title, kind, context, source, route, warning}
     proposals: list[dict[str, Any]] = field(default_factory=list)  # {path, title, replaces, protected}
     unchanged: list[str] = field(default_factory=list)
     skipped: list[dict[str, str]] = field(default_factory=list)  # {title, reason}
@@ -104,39 +106,72 @@ class Report:
 def sources(
     project: Path | None, extra: Sequence[Path] = (), *, only: bool = False, claude: Path | None = None
 ) -> tuple[list[Source], list[dict[str, str]]]:
-    """The instruction files to read (and the files they import), each once; and the ones that could not be read."""
-    wanted: list[tuple[Path, bool]] = []  # (file, whether its absence is an error)
+    """The instruction files to read (and the files they import), each once; and the ones not read, with why.
+
+    Nothing is read from outside the folder a file belongs to (symlinks of the file and of the folders on
+    the way resolved): the project's files and their imports stay in the project folder, the user's
+    CLAUDE.md and its imports in ~/.claude, a `--from` file's imports in the project folder when it lies
+    there, else in its own folder. Only regular files are read (a FIFO or a device never blocks), each at
+    most MAX_FILE_BYTES.
+    """
+    base = (project or Path.cwd()).expanduser()
+    wanted: list[tuple[Path, Path, str, bool]] = []  # (file, the folder it stays in, that folder's name, required)
     if not only:
-        wanted.append(((claude or claude_dir()) / "CLAUDE.md", False))
-        base = (project or Path.cwd()).expanduser()
-        wanted += [(base / name, False) for name in PROJECT_FILES]
-    wanted += [(p.expanduser(), True) for p in extra]
+        home = (claude or claude_dir()).expanduser()
+        wanted.append((home / "CLAUDE.md", home, label(home), False))
+        wanted += [(base / name, base, "the project folder", False) for name in PROJECT_FILES]
+    for given in (p.expanduser() for p in extra):
+        if confined.inside(given, base):
+            wanted.append((given, base, "the project folder", True))
+        else:
+            wanted.append((given, Path(os.path.realpath(given)).parent, f"the folder of {label(given)}", True))
     found: list[Source] = []
     errors: list[dict[str, str]] = []
     seen: set[str] = set()
+    refused: set[tuple[str, str]] = set()
 
-    def visit(path: Path, depth: int, required: bool) -> None:
-        real = os.path.realpath(path)
-        if real in seen or not path.is_file():
-            if required and not path.is_file():
-                errors.append({"path": label(path), "error": "no such file"})
+    def skip(path: Path, root: Path, why: str) -> None:
+        if (os.path.realpath(path), str(root)) not in refused:
+            refused.add((os.path.realpath(path), str(root)))
+            errors.append({"path": label(path), "error": why})
+
+    def visit(path: Path, root: Path, where: str, depth: int, required: bool) -> None:
+        if not os.path.lexists(path):
+            if required or depth:
+                skip(path, root, "no such file" if required else "imported, but no such file")
             return
-        seen.add(real)
+        if os.path.realpath(path) in seen:
+            return
+        # A file named in `wanted` is in its folder by its name: only a symlink (of it, or of a folder on the
+        # way) can lead it out. The user's own CLAUDE.md may be a link to a dotfiles checkout: --from reads that.
+        leaving = f"{'an import' if depth else 'a symlink'} that leads out of {where}: not read"
+        if not depth and not required and root != base:
+            leaving += f" (to read it, name it with --from {label(Path(os.path.realpath(path)))})"
         try:
-            text = disk.read_text(path, MAX_FILE_BYTES)
+            text = _decode(confined.read(path, root, MAX_FILE_BYTES, leaving=leaving, code="unreadable"))
         except MemvaultError as exc:
-            errors.append({"path": label(path), "error": exc.args[0]})
+            skip(path, root, exc.args[0])
             return
+        seen.add(os.path.realpath(path))
         found.append(Source(path, label(path), text))
         if depth < IMPORT_DEPTH:
             for ref in seed_split.imports(text):
                 target = Path(ref).expanduser() if ref.startswith("~") else path.parent / ref
                 if not target.name.lower().startswith("readme"):  # an overview, not rules
-                    visit(target, depth + 1, False)
+                    visit(target, root, where, depth + 1, False)
 
-    for path, required in wanted:
-        visit(path, 0, required)
+    for path, root, where, required in wanted:
+        visit(path, root, where, 0, required)
     return found, errors
+
+
+def _decode(data: bytes) -> str:
+    if b"\x00" in data[:8192]:
+        raise MemvaultError("looks binary, not markdown: not read", code="unreadable")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise MemvaultError(f"not UTF-8 text (byte {exc.start}): not read", code="unreadable") from None
 
 
 label = paths.shown  # a file as entries name it: `~/…`, so no user name is written
@@ -198,10 +233,15 @@ def seed(
             continue
         done_keys.add(c.key)
         old = _edited(c, vanished)
-        folder = ALWAYS_LOAD if accept and old is None else REVIEW
+        body = _body(c, text)
+        danger = risk.assess(body)  # a standing instruction no person has read: never straight into the core
+        folder = ALWAYS_LOAD if accept and old is None and danger is None else REVIEW
         rel = disk.free_note(vault.root, f"{vault.folder}/{group_s}/{folder}", capture_slug(c.title), taken)
         taken.add(rel)
         meta = _meta(c, group_s, folder, protect)
+        if danger:
+            meta["warning"] = danger  # shown by `memvault review`
+            report.warnings.append(f"{rel}: {danger}: held for review" + (" although --accept was given" * accept))
         where = CONTEXT_SEP.join((c.source, *c.context))
         if old is not None:
             vanished.pop(old)
@@ -214,10 +254,10 @@ def seed(
         else:
             route = "saved" if folder == ALWAYS_LOAD else "review"
             report.created.append({"path": rel, "title": c.title, "kind": c.kind, "context": list(c.context),
-                                   "source": c.source, "route": route})  # fmt: skip
+                                   "source": c.source, "route": route, "warning": danger})  # fmt: skip
             action = changelog.SAVED if folder == ALWAYS_LOAD else changelog.REVIEW
             log = Record(action, rel, f"seeded from {where}", confidence="high")
-        planned.append((rel, notes.dump(notes.new_note(model.ordered(meta), _body(c, text))), log, c.key))
+        planned.append((rel, notes.dump(notes.new_note(model.ordered(meta), body)), log, c.key))
     report.gone = [{"path": rel, "source": str(m.get("seed_source")), "context": str(m.get("seed_context") or "")}
                    for rel, (m, _) in vanished.items()]  # fmt: skip
     if planned and not dry_run:
