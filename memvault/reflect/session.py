@@ -172,6 +172,8 @@ class TranscriptPass:
         if nearest is not None and nearest.key and nearest.key in self.ledger.related(candidate.key):
             nearest = dataclasses.replace(nearest, key=candidate.key)  # the same pattern, said in other words
         danger = risk.assess(f"{title}\n{body}") if candidate.category != "idea" else None
+        if danger is None and nearest is not None and nearest.pending and candidate.category != "idea":
+            danger = self._standing(nearest.path)  # a promotion moves that note as it is, text and flags
         choice = router.route(
             candidate,
             sessions_seen=seen,
@@ -295,6 +297,16 @@ class TranscriptPass:
             key=str(meta["reflect_key"]) if meta.get("reflect_key") else None,
             protected=in_memory and self.vault.protected(rel, meta),
         )  # fmt: skip
+
+    def _standing(self, rel: str) -> str | None:
+        """Why a pending capture must not leave review unread: it asks to be always loaded, or its text is risky."""
+        try:
+            note = self.vault.read(rel).note
+        except MemvaultError:
+            return "the capture cannot be read"
+        if not note.ok or note.meta.get("always_load") not in (None, False):
+            return "asks to be loaded at every session start (always_load)"
+        return risk.assess(note.body)
 
     def _text(self, rel: str) -> str:
         try:
