@@ -17,10 +17,10 @@ from memvault.cli import cli
 from memvault.errors import ProtectedError
 from memvault.ideas import incubator
 from memvault.reflect import review, runner
-from memvault.store import protect
+from memvault.store import journal, protect
 from memvault.vault.core import Vault
 
-from .conftest import snapshot
+from .conftest import configure, snapshot
 from .test_reflect import ASK, OK, PIP, vector_vault, write_transcript  # noqa: F401 (vector_vault: a fixture)
 
 P = "MemoryVault/personal-private/"
@@ -220,3 +220,101 @@ def test_seed_only_proposes_when_the_rule_of_a_protected_entry_changes(vault: Va
     (proposal,) = seed.seed(vault, extra=[source], only=True, accept=True).proposals
     assert proposal["replaces"] == created["path"] and proposal["protected"]
     assert (vault.root / created["path"]).read_bytes() == before
+
+
+# ---- the folder patterns users write (issue 27, item 3) ----------------------------------------------------
+
+SKILLS = "MemoryVault/personal-skills/deploy.md"
+SPELLINGS = (
+    "personal-skills", "personal-skills/", "personal-skills/*", "personal-skills/**", "/personal-skills",
+    "MemoryVault/personal-skills", "MemoryVault/personal-skills/*", "MemoryVault/personal-skills/**",
+    "**/personal-skills", "./personal-skills/", "personal-skills\\*", " personal-skills ",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("pattern", SPELLINGS)
+@pytest.mark.parametrize("rel", [SKILLS, "MemoryVault/personal-skills/ops/deep/deploy.md"])
+def test_every_spelling_of_a_folder_protects_the_files_in_it_and_below(pattern: str, rel: str) -> None:
+    assert protect.is_protected(rel, {}, "MemoryVault", (pattern,)), pattern
+
+
+@pytest.mark.parametrize(
+    ("pattern", "rel", "expected"),
+    [
+        ("work/personal-skills", "MemoryVault/work/personal-skills/deploy.md", True),  # nested, from MemoryVault/
+        ("work/personal-skills/*", "MemoryVault/work/personal-skills/a/b/deploy.md", True),  # any depth below
+        ("personal-skills", "MemoryVault/work/personal-skills/deploy.md", True),  # a bare name: any depth
+        ("work/personal-skills", "MemoryVault/personal-skills/deploy.md", False),
+        ("personal-skills", "MemoryVault/personal-skills-old/deploy.md", False),
+        ("personal-skills/*", "MemoryVault/personal-skills-old/deploy.md", False),
+        ("personal-skills", "MemoryVault/work/personal-skills.md", False),  # a note named like the folder
+        ("MemoryVault/personal-skills", "Notes/personal-skills/deploy.md", False),  # outside MemoryVault/
+        ("personal-skills/*.md", SKILLS, True),  # a glob of the files themselves
+        ("Personal-Skills", SKILLS, True),  # case-insensitive, as on macOS and Windows
+    ],
+)
+def test_what_a_folder_pattern_covers(pattern: str, rel: str, expected: bool) -> None:
+    assert protect.is_protected(rel, {}, "MemoryVault", (pattern,)) is expected
+
+
+def test_a_users_edit_under_personal_skills_star_survives_the_skills_index_and_the_session_start_job(
+    vault_dir: Path, memvault_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reported case: `personal-skills/*` protects the entry; the index neither rewrites nor archives it."""
+    from memvault.hooks import jobs
+
+    claude = tmp_path / "claude-config"
+    skill = claude / "skills" / "deploy" / "SKILL.md"
+    skill.parent.mkdir(parents=True)
+    skill.write_text(SKILL)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude))
+    (rel,) = json.loads(run(vault_dir, "index-skills", "--project", str(tmp_path), "--json").output)["created"]
+    configure(memvault_home, "vault:\n  protected_folders: ['personal-skills/*']\n")
+    entry = vault_dir / rel
+    entry.write_text(entry.read_text().replace("Deploy to staging.", "Deploy to staging, never on a Friday."))
+    edited = entry.read_bytes()
+    skill.write_text(SKILL.replace("Run the deploy script.", "Run the deploy script twice."))
+    report = json.loads(run(vault_dir, "index-skills", "--project", str(tmp_path), "--json").output)
+    assert report["updated"] == [] and "protected" in report["skipped"][0]["reason"]
+    skill.unlink()
+    vault = open_vault(vault_dir, config=config.load())
+    assert jobs.index_skills(vault, tmp_path) == {"skipped": 1}  # what SessionStart's background job runs
+    assert entry.read_bytes() == edited
+
+
+# ---- unreadable means protected (issue 27, item 9) ---------------------------------------------------------
+
+UNREADABLE = {
+    "nul": b"---\nprotected: true\n---\nKeep\x00 this.\n",
+    "latin-1": "---\nprotected: true\n---\nCaf\xe9 rules.\n".encode("latin-1"),
+    "bad-yaml": b"---\nprotected: [true\n---\nKeep this.\n",
+    "duplicate-key": b"---\nprotected: false\nprotected: true\n---\nKeep this.\n",
+}
+
+
+@pytest.mark.parametrize("name", UNREADABLE)
+def test_a_note_whose_frontmatter_cannot_be_read_is_protected_from_every_automatic_change(
+    vault: Vault, name: str
+) -> None:
+    (vault.root / PYTEST).write_bytes(UNREADABLE[name])
+    assert vault.protected(PYTEST) and vault.protected(PYTEST, {})  # whatever meta a caller read of it
+    path = vault.root / PYTEST
+
+    def removal() -> list[journal.FileOp]:  # what gc's delete plans: no read of the note's text
+        return [journal.FileOp(PYTEST, None, journal.digest(path))]
+
+    with pytest.raises(ProtectedError) as refused:
+        vault.transact("delete", PYTEST, removal)
+    assert "cannot be read" in str(refused.value) and path.read_bytes() == UNREADABLE[name]
+    with vault.protection_waived():  # an explicit, confirmed command still can
+        vault.transact("delete", PYTEST, removal)
+    assert not path.exists()
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(1, True), ("TRUE", True), ("on", True), ([True], True), ("false", False), ("no", False), (0, False)]
+    + [(None, False)],
+)
+def test_the_protected_flag_fails_closed_like_private(value: object, expected: bool) -> None:
+    assert protect.is_protected(PYTEST, {"protected": value}, "MemoryVault") is expected

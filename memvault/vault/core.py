@@ -22,7 +22,7 @@ from memvault.errors import MemvaultError, SafetyError, VaultNotFound
 from memvault.index import catalog
 from memvault.index.sync import Progress, SyncReport
 from memvault.recall import search as recall_mod
-from memvault.store import disk, journal, model, notes, protect, safety
+from memvault.store import disk, journal, model, notes, safety
 from memvault.store.model import ALWAYS_LOAD, ARCHIVE, INBOX, INCUBATOR, REVIEW, Entry, NoteFile, WriteResult
 
 from . import indexing, protection
@@ -415,10 +415,12 @@ class Vault:
     # ---- protected entries -----------------------------------------------------------------
 
     def protected(self, rel: str, meta: Mapping[str, Any] | None = None) -> bool:
-        """Whether automatic processes must leave `rel` alone (`protected: true` or `vault.protected_folders`)."""
-        if meta is None:
-            meta = protection.meta_of(self.root / rel)
-        return protect.is_protected(rel, meta, self.folder, self.config.vault.protected_folders)
+        """Whether automatic processes must leave `rel` alone (`protected: true` or `vault.protected_folders`).
+
+        The note on disk is always read too (`meta` is what the caller read of it): a note whose frontmatter
+        cannot be read is protected, whatever the caller made of it.
+        """
+        return protection.why(self.root, self.folder, self.config.vault.protected_folders, rel, meta) is not None
 
     @contextmanager
     def protection_waived(self) -> Iterator[None]:
