@@ -313,8 +313,10 @@ def test_a_note_whose_frontmatter_cannot_be_read_is_protected_from_every_automat
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [(1, True), ("TRUE", True), ("on", True), ([True], True), ("false", False), ("no", False), (0, False)]
-    + [(None, False)],
+    [
+        (1, True), ("TRUE", True), ("on", True), ([True], True),
+        ("false", False), ("no", False), (0, False), (None, False),
+    ],
 )
 def test_the_protected_flag_fails_closed_like_private(value: object, expected: bool) -> None:
     assert protect.is_protected(PYTEST, {"protected": value}, "MemoryVault") is expected
