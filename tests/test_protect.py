@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from memvault import config, open_vault
 from memvault.claude import auto_memory, seed, skills_index
 from memvault.cli import cli
-from memvault.errors import ProtectedError
+from memvault.errors import MemvaultError, ProtectedError
 from memvault.ideas import incubator
 from memvault.reflect import review, runner
 from memvault.store import journal, protect
@@ -320,3 +320,46 @@ def test_a_note_whose_frontmatter_cannot_be_read_is_protected_from_every_automat
 )
 def test_the_protected_flag_fails_closed_like_private(value: object, expected: bool) -> None:
     assert protect.is_protected(PYTEST, {"protected": value}, "MemoryVault") is expected
+
+
+# ---- gc and a protected note inside an idea folder (issue 27, item 9) ---------------------------------------
+
+
+def aged_idea(vault: Vault) -> Path:
+    """The example's idea, untouched since January 2025 (every file and its `updated`)."""
+    folder = vault.root / INC / "flaky-test-detector"
+    index = folder / "_index.md"
+    index.write_text(re.sub(r"(?m)^updated: .*$", "updated: 2025-01-10T09:00:00", index.read_text()))
+    stamp = dt.datetime(2025, 1, 10).timestamp()
+    for path in folder.rglob("*"):
+        os.utime(path, (stamp, stamp))
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (b"---\nprotected: true\n---\nThe design I keep.\n", "has protected: true"),
+        ("---\nprotected: true\n---\nCaf\xe9 design.\n".encode("latin-1"), "cannot be read"),
+        (b"---\nprotected: true\n---\nThe design\x00 I keep.\n", "cannot be read"),
+        (b"The design I keep.\n\x00" + b"x" * 9000 + b"\x00\n", "cannot be read"),  # a NUL past the first 8 KB
+    ],
+)
+def test_gc_leaves_an_idea_holding_a_protected_or_unreadable_note_out_of_its_offer_with_the_reason(
+    vault: Vault, content: bytes, reason: str
+) -> None:
+    folder = vault.root / INC / "flaky-test-detector"
+    (folder / "design.md").write_bytes(content)
+    aged_idea(vault)
+    before = snapshot(vault.root)
+    (stale,) = incubator.stale(vault, 6)
+    assert stale.protected and "design.md" in stale.protected_reason and reason in stale.protected_reason
+    listed = json.loads(run(vault.root, "gc", "--json").output)
+    assert listed["ideas"] == [] and [i["slug"] for i in listed["protected"]] == ["flaky-test-detector"]
+    said = run(vault.root, "gc", "--ask", input="d\ny\n").output  # never offered, so never failing after a yes
+    assert "flaky-test-detector" in said and reason in said and "delete?" not in said.lower()
+    assert snapshot(vault.root) == before
+    for clean_up in (incubator.archive, incubator.delete):  # the library calls refuse it too
+        with pytest.raises(MemvaultError):
+            clean_up(vault, stale)
+    assert snapshot(vault.root) == before

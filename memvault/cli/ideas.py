@@ -120,8 +120,9 @@ def gc(state: State, months: int | None, ask: bool, as_json: bool) -> None:
     Untouched means no file of the idea's folder changed and its `updated` date is older. Archive
     moves the folder to _archive/ (status archived), Delete removes it after a second confirmation;
     both mark the idea's Ideas.md section. Nothing changes without your answer: with --json, or when
-    standard input is not a terminal (without --ask), the ideas are only listed. Protected ideas are
-    never offered.
+    standard input is not a terminal (without --ask), the ideas are only listed. An idea whose folder
+    holds a protected file (or a note whose frontmatter cannot be read) is never offered: it is listed
+    as kept, with the file and the reason.
     """
     vault = state.vault
     months = months or vault.config.gc.idea_months
@@ -132,7 +133,9 @@ def gc(state: State, months: int | None, ask: bool, as_json: bool) -> None:
         print_json({"months": months, "ideas": [i.as_dict() for i in old], "protected": [i.as_dict() for i in kept]})
         return
     if kept:
-        out.print(f"{plural(len(kept), 'protected idea')} untouched for {plural(months, 'month')} kept without asking")
+        out.print(f"{plural(len(kept), 'protected idea')} untouched for {plural(months, 'month')} kept without asking:")
+        for item in kept:
+            out.print(f"  {escape(item.slug)} ({escape(item.protected_reason or 'protected')})")
     if not old:
         out.print(f"no incubating idea untouched for {plural(months, 'month')}")
         return

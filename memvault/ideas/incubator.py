@@ -15,6 +15,7 @@ from typing import Any
 from memvault.errors import MemvaultError, SafetyError
 from memvault.store import changelog, disk, journal, model, notes, safety
 from memvault.store.model import ARCHIVE, INCUBATOR, WriteResult
+from memvault.vault import protection
 from memvault.vault.core import Vault
 
 from . import ledger as ideas_md
@@ -35,6 +36,7 @@ class Idea:
     last_touched: dt.datetime  # aware: the later of the newest file mtime in the folder and `updated` (or `created`)
     section_present: bool  # a section of Ideas.md links to the incubator note
     protected: bool = False  # `protected: true` or a protected folder: gc never offers it
+    protected_reason: str = ""  # which file of the folder keeps gc away, and why (`stale` looks at every file)
 
     @property
     def folder(self) -> str:
@@ -115,9 +117,27 @@ def incubating(vault: Vault) -> list[Idea]:
 
 
 def stale(vault: Vault, months: int, now: dt.datetime | None = None) -> list[Idea]:
-    """Incubating ideas untouched (files and `updated`) for `months` calendar months, oldest first."""
+    """Incubating ideas untouched (files and `updated`) for `months` calendar months, oldest first; each
+    marked protected when any file of its folder is (`kept_by`): gc never offers what it cannot clean up."""
     cutoff = months_before(now or dt.datetime.now(dt.timezone.utc), months)
-    return sorted((i for i in incubating(vault) if i.last_touched < cutoff), key=lambda i: i.last_touched)
+    old = sorted((i for i in incubating(vault) if i.last_touched < cutoff), key=lambda i: i.last_touched)
+    kept = {i.path: why for i in old if (why := kept_by(vault, i))}
+    return [dataclasses.replace(i, protected=True, protected_reason=kept[i.path]) if i.path in kept else i for i in old]
+
+
+def kept_by(vault: Vault, idea: Idea) -> str | None:
+    """Why gc may not move or remove `idea`'s folder (None when it may): its first protected file (a note
+    whose frontmatter cannot be read counts as protected), or a file memvault cannot move (a symlink)."""
+    try:
+        files = _folder_files(vault, idea.folder)
+    except SafetyError as exc:
+        return str(exc.args[0])
+    patterns = vault.config.vault.protected_folders
+    for rel, _ in files:
+        why = protection.why(vault.root, vault.folder, patterns, rel)
+        if why is not None:
+            return f"{rel[len(idea.folder) + 1 :]}: {why}"
+    return None
 
 
 def months_before(when: dt.datetime, months: int) -> dt.datetime:
