@@ -24,7 +24,7 @@ from memvault.reflect.state import Failures
 from memvault.store import disk, journal
 from memvault.store.model import ALWAYS_LOAD, ARCHIVE, INBOX, INCUBATOR, REVIEW, Entry, as_datetime
 from memvault.text import plural
-from memvault.vault import indexing
+from memvault.vault import indexing, protection
 from memvault.vault.core import Vault
 
 # Entries that are never injected by design: queues, the archive, ideas (incubating), and superseded ones.
@@ -88,6 +88,7 @@ def check(vault: Vault, *, service: bool = True, now: dt.datetime | None = None,
     _reflection_failures(vault, problems, warnings)
     problems += _open_state(vault)
     problems += _git_state(vault)
+    warnings += _unmatched_protection(vault)
     copies = [rel for rel in listing.notes if disk.is_conflict_copy(rel)]
     if copies:
         warnings.append(f"{plural(len(copies), 'sync conflict copy')}: merge them by hand, then delete the copy")
@@ -202,6 +203,17 @@ def _git_state(vault: Vault) -> list[str]:
 
     repo = gitops.repo_root(vault.root) if vault.config.git.commit == "auto" else None
     return [f"{what} in {repo}: {hint}" for what, hint in gitops.unfinished(repo)] if repo else []
+
+
+def _unmatched_protection(vault: Vault) -> list[str]:
+    """A `vault.protected_folders` pattern no folder under MemoryVault/ matches protects nothing: say which."""
+    patterns = vault.config.vault.protected_folders
+    left = protection.unmatched(vault.memory_dir, vault.folder, patterns) if patterns else []
+    if not left:
+        return []
+    names = ", ".join(repr(p) for p in left)
+    return [f"vault.protected_folders: {names} match{'es' if len(left) == 1 else ''} no folder under "
+            f"{vault.folder}/ and protect nothing (a typo, or a folder renamed?)"]  # fmt: skip
 
 
 def _reflection_failures(vault: Vault, problems: list[str], warnings: list[str]) -> None:

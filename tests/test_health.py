@@ -281,3 +281,17 @@ def test_a_rolled_log_file_is_neither_counted_twice_nor_skipped(vault_dir: Path,
         assert (counted[first].count, counted[second].count) == (3, 5)
     finally:
         index.close()
+
+
+def test_a_protected_folders_pattern_that_matches_no_folder_is_named_in_a_warning(vault_dir: Path) -> None:
+    patterns = ["personal-skills/*", "MemoryVault/personal-private/workflow", "_always-load", "persnal-skills/**",
+                "work/personal-skills"]  # fmt: skip
+    vault = with_config(vault_dir, vault__protected_folders=patterns)
+    vault.reindex(vectors="none")
+    report = health.check(vault, service=False)
+    (warning,) = [w for w in report.warnings if "protected_folders" in w]
+    assert "'persnal-skills/**'" in warning and "'work/personal-skills'" in warning
+    assert "'personal-skills/*'" not in warning and "_always-load" not in warning and "workflow" not in warning
+    (vault_dir / "MemoryVault" / "work" / "personal-skills").mkdir(parents=True)  # an empty folder is a folder
+    (vault_dir / "MemoryVault" / "persnal-skills").mkdir()
+    assert not [w for w in health.check(vault, service=False).warnings if "protected_folders" in w]
