@@ -79,6 +79,8 @@ def normalise(host: str, core: str, payload: dict[str, Any]) -> dict[str, Any]:
 def gemini_transcript(payload: dict[str, Any]) -> str | None:
     """On resume Gemini CLI hands SessionStart a new, nearly empty chat file; the session's real one is
     the oldest chat file beside it whose header carries the same session id."""
+    from memvault.store import disk  # here: only a resumed Gemini session needs it
+
     given, session = payload.get("transcript_path"), payload.get("session_id")
     if not isinstance(given, str) or not isinstance(session, str) or len(session) < 8:
         return None
@@ -90,9 +92,9 @@ def gemini_transcript(payload: dict[str, Any]) -> str | None:
     for path in candidates:
         if os.path.abspath(path) == os.path.abspath(given):
             continue
-        try:
-            with open(path, encoding="utf-8") as handle:
-                header = json.loads(handle.readline(1024 * 1024) or "{}")
+        try:  # a regular file only: a FIFO named like a chat file would block the hook until the host kills it
+            with disk.open_regular(path) as handle:
+                header = json.loads(handle.readline(1024 * 1024).decode("utf-8") or "{}")
         except (OSError, ValueError, RecursionError):  # a chat file is the host's, read as untrusted
             continue
         if isinstance(header, dict) and header.get("sessionId") == session:

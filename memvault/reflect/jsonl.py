@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memvault.store import disk
+
 READ_BYTES = 64 * 1024 * 1024  # one read consumes about this much at most; the rest is left for the next
 MAX_LINE_BYTES = 16 * 1024 * 1024  # a longer line is skipped ("too_long") without being read into memory
 _CHUNK = 1024 * 1024
@@ -41,7 +43,7 @@ def frame(path: Path, cursor: Cursor = Cursor(), max_bytes: int | None = None) -
     limit = READ_BYTES if max_bytes is None else max_bytes
     lines: list[bytes | None] = []
     offset, pending, more = cursor.offset, 0, False
-    with Path(path).open("rb") as fh:
+    with disk.open_regular(path) as fh:  # never a FIFO or a device named like a transcript
         if offset == 0 and fh.read(3) == _BOM:
             offset = 3
         fh.seek(offset)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from memvault.store import disk
+
 from . import codex_rollout, gemini_chat, jsonl, transcript
 from .jsonl import Cursor
 from .transcript import Transcript
@@ -15,7 +17,7 @@ Reader = Callable[[Path, Cursor], Transcript]
 def reader_for(path: Path) -> Reader:
     """The reader for `path` (Claude Code's when the first line says nothing else, or cannot be read)."""
     try:
-        with open(path, "rb") as handle:
+        with disk.open_regular(path) as handle:
             first = jsonl.loads(handle.readline(16 * 1024 * 1024) or b"{}")  # never raises for what it reads
     except OSError:
         return transcript.read

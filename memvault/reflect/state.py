@@ -175,7 +175,7 @@ def write_json(path: Path, data: Any) -> None:
 
 def _offset_of_line(path: Path, offset: int, line: int, target: int) -> int:
     """The byte offset where line `target + 1` starts, scanning from `offset` (where line `line + 1` starts)."""
-    with path.open("rb") as fh:
+    with disk.open_regular(path) as fh:
         fh.seek(offset)
         while line < target:
             length = 0

@@ -18,6 +18,10 @@ from memvault import fault
 from memvault.errors import MemvaultError, VaultBusy
 from memvault.records import Record
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time (SessionStart reads notes here)
+if TYPE_CHECKING:
+    from typing import BinaryIO
+
 # Read scope exclusions that always apply (names match any path component). Obsidian shows no file or
 # folder whose name starts with a dot (.obsidian, .trash, .git, .github, .stversions, …), so neither do we.
 DEFAULT_IGNORE = (".*", "node_modules", "_meta")
@@ -252,39 +256,65 @@ def try_lock(lock_file: Path, timeout: float) -> Iterator[bool]:
         lock.release()
 
 
+class NotRegularFile(OSError):
+    """A FIFO, socket, device or folder where a regular file was expected."""
+
+
+def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
+    """`path` opened for binary reading, only if it is a regular file (a symlink is followed); else an OSError.
+
+    The one way memvault opens a file it did not write (a note, a transcript a host event names, a file a
+    glob found): what `stat` calls a FIFO, socket, device or folder is refused unopened (`NotRegularFile`,
+    `IsADirectoryError`), and the open itself is non-blocking and checked again with `fstat`, so one
+    swapped in meanwhile never blocks the reader. The caller bounds how much it reads.
+    """
+    _check_regular(os.stat(path).st_mode, path)
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        _check_regular(os.fstat(fd).st_mode, path)
+        if os.name == "posix":
+            os.set_blocking(fd, True)  # a regular file: reads behave as usual
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _check_regular(mode: int, path: str | os.PathLike[str]) -> None:
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(f"{os.fspath(path)}: is a folder")
+    if not stat.S_ISREG(mode):
+        raise NotRegularFile(f"{os.fspath(path)}: not a regular file")
+
+
 def read_bytes(path: Path, max_bytes: int = MAX_NOTE_BYTES) -> bytes:
     """A file's bytes, read only if it is a regular file and at most `max_bytes` long; a clear error otherwise.
 
-    Opened non-blocking and checked before reading, so a FIFO or a device never blocks the reader.
+    Opened by `open_regular`, so a FIFO or a device never blocks the reader.
     """
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
     try:
-        fd = os.open(path, flags)
+        handle = open_regular(path)
     except FileNotFoundError:
         raise MemvaultError(f"{path}: no such note", code="missing", path=str(path)) from None
     except IsADirectoryError:
         raise MemvaultError(f"{path}: is a folder, not a note", code="not_markdown", path=str(path)) from None
+    except NotRegularFile:
+        raise MemvaultError(f"{path}: not a regular file", code="unreadable", path=str(path)) from None
     except OSError as exc:
         raise MemvaultError(f"{path}: cannot read ({exc.strerror})", code="unreadable", path=str(path)) from None
-    try:
-        st = os.fstat(fd)
-        if stat.S_ISDIR(st.st_mode):
-            raise MemvaultError(f"{path}: is a folder, not a note", code="not_markdown", path=str(path))
-        if not stat.S_ISREG(st.st_mode):
-            raise MemvaultError(f"{path}: not a regular file", code="unreadable", path=str(path))
-        if st.st_size > max_bytes:
-            raise MemvaultError(f"{path}: larger than {max_bytes // 1024} KB", code="too_large", path=str(path))
-        chunks, size = [], 0
-        while size <= max_bytes:
-            chunk = os.read(fd, min(1024 * 1024, max_bytes + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    except OSError as exc:
-        raise MemvaultError(f"{path}: cannot read ({exc.strerror})", code="unreadable", path=str(path)) from None
-    finally:
-        os.close(fd)
+    with handle:
+        try:
+            if os.fstat(handle.fileno()).st_size > max_bytes:
+                raise MemvaultError(f"{path}: larger than {max_bytes // 1024} KB", code="too_large", path=str(path))
+            chunks, size = [], 0
+            while size <= max_bytes:
+                chunk = handle.read(min(1024 * 1024, max_bytes + 1 - size))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+        except OSError as exc:
+            raise MemvaultError(f"{path}: cannot read ({exc.strerror})", code="unreadable", path=str(path)) from None
     if size > max_bytes:  # it grew while being read
         raise MemvaultError(f"{path}: larger than {max_bytes // 1024} KB", code="too_large", path=str(path))
     return b"".join(chunks)
