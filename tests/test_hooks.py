@@ -165,11 +165,11 @@ def test_hooks_never_import_click_rich_yaml_or_the_model(hook_vault: Path) -> No
     unused = ("socket", "typing", "dataclasses", "inspect", "threading", "base64", "memvault.recall.scan")
     _, loaded = run_hook_loading("user_prompt_submit", stdin, unused)
     assert loaded == [] and log_records("UserPromptSubmit")[-1]["mode"] == "keyword"
-    # SessionStart reads the change log without compiling the secret patterns (about 30 ms), needed only to write it.
-    # Nor typing or dataclasses (13 ms together).
+    # SessionStart reads the change log without typing or dataclasses (13 ms together). It compiles the secret
+    # patterns (about 30 ms) only to redact the always-load text it gives (the example vault has some).
     light = ("typing", "dataclasses", "inspect")
     _, loaded = run_hook_loading("session_start", payload("SessionStart", source="startup"), ("memvault.store", *light))
-    assert "memvault.store.changelog" in loaded and "memvault.store.secrets" not in loaded, loaded
+    assert "memvault.store.changelog" in loaded and "memvault.store.secrets" in loaded, loaded
     assert [m for m in loaded if m.split(".")[0] in light] == [], loaded
 
 

@@ -69,16 +69,18 @@ def test_every_tool_follows_the_clis_rules_and_every_write_is_committed(configur
             ("evolve", {"old_path": HTTPX, "reason": "async too", "body": "# Use httpx\nPrefer httpx (async, too)."}),
             ("show", {"path": "MemoryVault/personal-private/preference/httpx.md"}),
             ("show", {"path": private}),
-            ("show", {"path": "Daily/2026-11-02.md"}),
+            ("show", {"path": "Daily/2026-11-02.md"}),  # a note of the user's own: recall returns such notes
+            ("show", {"path": "../outside.md"}),
             ("list", {}),
             ("review_queue", {}),
             ("inbox_queue", {}),
             ("resource:memvault://always-load", {}),
         ]
     )
-    names, flaky, oncall, saved, secret, escape, evolved, shown, refused, outside, listed, review, inbox, always = (
-        results
+    names, flaky, oncall, saved, secret, escape, evolved, shown, refused, daily, outside, listed, review, inbox = (
+        results[:-1]
     )
+    always = results[-1]
     assert json.loads(names[1]) == ["evolve", "inbox_queue", "list", "recall", "review_queue", "save", "show"]
     assert not flaky[0] and "bisecting-flaky-tests.md" in flaky[1]
     assert "(MemoryVault/personal-private/domain/oncall-contacts.md" not in oncall[1]  # private: never recalled
@@ -88,6 +90,7 @@ def test_every_tool_follows_the_clis_rules_and_every_write_is_committed(configur
     assert not evolved[0] and evolved[1].startswith("evolved MemoryVault/personal-private/preference/httpx.md")
     assert "(async, too)" in shown[1] and "source: mcp" in shown[1]
     assert refused[0] and "private" in refused[1]
+    assert not daily[0] and daily[1].startswith("Daily/2026-11-02.md")
     assert outside[0] and "outside" in outside[1]
     assert "oncall-contacts.md" not in listed[1] and "dev-flow.md" in listed[1]
     assert "alembic-enum-add-value.md" in review[1] and "dependabot-grouped-updates.md" in inbox[1]

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.markup import escape
 
 from memvault import config as config_mod
 from memvault.errors import MemvaultError
-from memvault.store import notes
+from memvault.store import notes, privacy, secrets
 from memvault.text import plural
 from memvault.vault.core import open_vault
 
@@ -177,11 +179,13 @@ def list_(
     entries = state.vault.list(scope=scope, group=group, kind=kind, status=status)
     if not entries and (group or kind or status):
         _hint_unknown(state, scope, group=group, kind=kind, status=status)
+    # A private note is listed (it is the user's) by its path alone: its title and tags are its own text.
+    entries = [dataclasses.replace(e, title=Path(e.path).stem, tags=()) if e.private else e for e in entries]
     if as_json:
-        print_json([dataclasses.asdict(e) for e in entries])
+        print_json([_public(dataclasses.asdict(e)) for e in entries])
         return
     rows = [(escape(e.path), escape(e.kind or ""), e.status + (" (private)" if e.private else ""),
-             escape(", ".join(e.tags))) for e in entries]  # fmt: skip
+             escape(", ".join(_public(list(e.tags))))) for e in entries]  # fmt: skip
     print_table(("path", "kind", "status", "tags"), rows)
     out.print(plural(len(entries), "entry"))
 
@@ -203,23 +207,54 @@ def _hint_unknown(state: State, scope: str, **wanted: str | None) -> None:
 
 @cli.command()
 @click.argument("path")
+@click.option(
+    "--include-private",
+    is_flag=True,
+    help="Show a private note and its <private> spans as written (for your eyes; never paste into agent context).",
+)
 @json_option
 @pass_state
-def show(state: State, path: str, as_json: bool) -> None:
-    """Print one note (vault-relative PATH)."""
+def show(state: State, path: str, include_private: bool, as_json: bool) -> None:
+    """Print one note (vault-relative PATH).
+
+    A private note is refused, and <private> spans and secret-shaped strings are left out, unless
+    --include-private: then the file is printed exactly as written.
+    """
     nf = state.vault.read(path)
+    note = nf.note
+    if not include_private:
+        if privacy.note_is_private(note.meta, note.frontmatter):
+            raise MemvaultError(
+                f"{nf.path} is private: `memvault show --include-private` shows it to you "
+                "(never paste it into agent context)",
+                code="private",
+                path=nf.path,
+            )
+        raw = None if note.frontmatter is None else privacy.strip_private(note.frontmatter)
+        note = dataclasses.replace(note, frontmatter=raw, body=privacy.strip_private(note.body))
     if as_json:
-        print_json(
-            {
-                "path": nf.path,
-                "title": nf.title,
-                "meta": dict(nf.note.meta),
-                "body": nf.note.body,
-                "error": nf.note.error,
-                "mtime_ns": nf.mtime_ns,
-            }
-        )
+        data = {
+            "path": nf.path,
+            "title": nf.title,
+            "meta": dict(note.meta),
+            "body": note.body,
+            "error": note.error,
+            "mtime_ns": nf.mtime_ns,
+        }
+        print_json(data if include_private else _public(data))
         return
-    if nf.note.error:
-        err.print(f"[yellow]warning:[/] frontmatter is not valid YAML: {nf.note.error}")
-    click.echo(notes.dump(nf.note), nl=False)  # exactly the file, fences and line endings included
+    if note.error:
+        err.print(f"[yellow]warning:[/] frontmatter is not valid YAML: {escape(note.error)}")
+    text = notes.dump(note)  # exactly the file, fences and line endings included, less what is private
+    click.echo(text if include_private else secrets.redact(text)[0], nl=False)
+
+
+def _public(value: Any) -> Any:
+    """`value` (JSON-shaped) with <private> spans removed from every text and secret-shaped strings redacted."""
+    if isinstance(value, str):
+        return secrets.redact(privacy.strip_private(value))[0]
+    if isinstance(value, Mapping):
+        return {_public(k): _public(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_public(v) for v in value]
+    return value

@@ -62,6 +62,7 @@ def recall(
     with spinner:
         result = vault.recall(" ".join(query), k, group=group, include_inbox=include_inbox,
                               include_private=include_private, wait_service=wait, floor=not no_floor)  # fmt: skip
+    result.hits, result.dropped = _redacted(result.hits), _redacted(result.dropped)
     if as_json:
         print_json(result.as_dict())
         return
@@ -79,6 +80,16 @@ def recall(
         err.print(f"[yellow]note:[/] {result.reason}")
     elif result.dropped and not explain:
         err.print("[dim]--explain shows why each entry passed or not; --no-floor shows them all[/]")
+
+
+def _redacted(hits: list[Any]) -> list[Any]:
+    """The hits with secret-shaped strings in their titles, headings and snippets redacted (for any reader)."""
+    from memvault.store import secrets
+
+    def clean(text: str) -> str:
+        return secrets.redact(text)[0] if text else text
+
+    return [h._replace(title=clean(h.title), heading=clean(h.heading), snippet=clean(h.snippet)) for h in hits]
 
 
 def _match(hit: Any) -> str:

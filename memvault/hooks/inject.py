@@ -1,7 +1,8 @@
 """The text hooks put into Claude's context: always-load entries and recalled notes, fenced, labelled and capped.
 
 The fences (`<memoryvault-always-load>`, `<memoryvault-recall>`) let the transcript reader drop this
-text again, so reflection never re-ingests what the vault itself injected.
+text again, so reflection never re-ingests what the vault itself injected. Private notes and `<private>`
+spans never get here (`store.privacy`); secret-shaped strings are redacted from whatever does.
 """
 
 from __future__ import annotations
@@ -81,7 +82,14 @@ def read_entry(root: Path, rel: str, folder: str) -> Loaded | None:
         title, body = lines[0][2:].strip(), "\n".join(lines[1:]).strip()
     else:
         title = Path(rel).stem
-    return Loaded(rel, title, body)
+    return Loaded(rel, redact(title), redact(body))
+
+
+def redact(text: str) -> str:
+    """`text` with secret-shaped strings replaced by markers, before any of it is given (or cut to fit)."""
+    from memvault.store import secrets  # only once there is text to give
+
+    return secrets.redact(text)[0] if text else text
 
 
 def always_load(root: Path, folder: str, index_file: Path | None, limit: int) -> list[Loaded]:
@@ -150,7 +158,7 @@ def recall_context(hits: Sequence[Mapping[str, Any]], max_chars: int) -> tuple[s
     kept: list[Mapping[str, Any]] = []
     for hit in hits:
         where = f"{hit['path']} › {hit['heading']}" if hit.get("heading") else hit["path"]
-        line = f"- {hit['title']} ({where}): {' '.join(str(hit.get('snippet', '')).split())}\n"
+        line = redact(f"- {hit['title']} ({where}): {' '.join(str(hit.get('snippet', '')).split())}\n")
         if used + len(line) > max_chars:
             break
         lines.append(line)
@@ -163,7 +171,8 @@ def recall_context(hits: Sequence[Mapping[str, Any]], max_chars: int) -> tuple[s
 
 def titles(names: Sequence[str], limit: int = 5) -> str:
     """'a, b, c' for the user's status line, each cut to a readable length, '+N more' past `limit`."""
-    cut = [n if len(n) <= TITLE_CHARS else n[: TITLE_CHARS - 1] + "…" for n in names[:limit]]
+    shown = [redact(n) for n in names[:limit]]
+    cut = [n if len(n) <= TITLE_CHARS else n[: TITLE_CHARS - 1] + "…" for n in shown]
     more = f" +{len(names) - limit} more" if len(names) > limit else ""
     return ", ".join(cut) + more
 
