@@ -198,11 +198,22 @@ def _open_state(vault: Vault) -> list[str]:
 
 
 def _git_state(vault: Vault) -> list[str]:
-    """A git operation left half-finished in the vault's repository (an interrupted undo, merge, rebase…)."""
+    """A git operation left half-finished in the vault's repository (an interrupted undo, merge, rebase…), a
+    lock file a killed git left, and changes written but not committed because of it."""
     from memvault.store import gitops
 
     repo = gitops.repo_root(vault.root) if vault.config.git.commit == "auto" else None
-    return [f"{what} in {repo}: {hint}" for what, hint in gitops.unfinished(repo)] if repo else []
+    if repo is None:
+        return []
+    found = [f"{what} in {repo}: {hint}" for what, hint in gitops.unfinished(repo)]
+    waiting = len(vault.changes.uncommitted())  # written while a lock file was in git's way
+    locks = [lock for lock in gitops.locks(repo) if lock.stale or waiting]  # a running git's lock is normal
+    if waiting:
+        then = "; ".join(lock.advice(repo) for lock in locks) or "the next memvault command commits them"
+        found.append(f"{plural(waiting, 'change')} written but not committed to {repo}: {then}")
+    else:
+        found += [lock.advice(repo) for lock in locks]
+    return found
 
 
 def _unmatched_protection(vault: Vault) -> list[str]:

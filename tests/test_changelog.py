@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from memvault import config, open_vault
+from memvault.errors import GitError
 from memvault.reflect import runner
 from memvault.store import changelog
 from memvault.store.changelog import Record
@@ -102,8 +103,44 @@ def test_the_line_is_part_of_the_change_and_its_commit(git_vault) -> None:
     assert git(git_vault.root, "show", "--name-only", "--format=", "HEAD").split() == sorted([result.path, page])
     (line,) = log_lines(git_vault.root)
     assert "· saved · [[MemoryVault/personal-private/fix/crash-loop|crash-loop]] · rule r, session s" in line
-    git_vault.undo()  # one change: undone together
-    assert not (git_vault.root / result.path).exists() and log_lines(git_vault.root) == []
+
+
+# ---- undo: the log is append-only (issue 27, item 11) --------------------------------------------
+
+
+@pytest.mark.usefixtures("today")  # the page is named after the month
+def test_undo_keeps_the_changes_line_and_adds_an_undone_line(git_vault) -> None:
+    result = git_vault.save("fix", "crash-loop", "Restart the worker.\n", log=[Record("saved", session="s")])
+    sha = git(git_vault.root, "rev-parse", "HEAD").strip()
+    page = git_vault.root / PAGE_DIR / changelog.page_name(dt.datetime.now())
+    (saved,) = log_lines(git_vault.root)  # the month's first line: the undone change created the page
+    git_vault.undo()
+    assert not (git_vault.root / result.path).exists()
+    assert page.exists() and log_lines(git_vault.root)[0] == saved
+    (undone,) = log_lines(git_vault.root)[1:]
+    stamp = git(git_vault.root, "log", "-1", "--format=%cd", "--date=format-local:%Y-%m-%d %H:%M", sha).strip()
+    assert " · undone · [[MemoryVault/personal-private/fix/crash-loop|crash-loop]] · " in undone
+    assert f"the change of {stamp}" in undone and sha[:8] in undone and "save personal-private/fix/crash-loop" in undone
+    assert changelog.actions(page.read_text(encoding="utf-8")) == ["saved", "undone"]
+    assert git(git_vault.root, "status", "--porcelain") == ""
+
+
+def test_two_undos_take_back_two_changes_never_a_log_only_commit(git_vault) -> None:
+    one = git_vault.save("fix", "one", "One.\n", log=[Record("saved")])
+    git_vault.record([Record("duplicate", one.path)])  # a commit of the log alone
+    two = git_vault.save("fix", "two", "Two.\n", log=[Record("saved")])
+    git_vault.record([Record("duplicate", two.path)])
+    lines = log_lines(git_vault.root)
+    git_vault.undo()
+    assert not (git_vault.root / two.path).exists() and (git_vault.root / one.path).exists()
+    git_vault.undo()
+    assert not (git_vault.root / one.path).exists()
+    after = log_lines(git_vault.root)
+    assert after[: len(lines)] == lines  # nothing the log said is taken back
+    assert [changelog.actions(ln)[0] for ln in after[len(lines) :]] == ["undone", "undone"]
+    assert "fix/two" in after[-2] and "fix/one" in after[-1]
+    with pytest.raises(GitError, match="nothing to undo"):
+        git_vault.undo()  # the two log-only commits are not changes to undo
 
 
 def test_a_gitignored_log_does_not_stop_the_commit_of_the_entry(git_vault) -> None:

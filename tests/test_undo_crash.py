@@ -1,4 +1,5 @@
-"""`undo` survives a crash between `git revert --no-commit` and its commit; `health` checks the repository's state."""
+"""`undo` survives a crash between `git revert --no-commit` and its commit, the change log stays append-only through
+it; `health` checks the repository's state."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from memvault import health, open_vault
+from memvault.store import changelog
+from memvault.store.changelog import Record
 
 from .conftest import git
 
@@ -22,7 +25,14 @@ def saved(vault_dir: Path) -> None:
     git(vault_dir, "init", "-q", "-b", "main")
     git(vault_dir, "add", "-A")
     git(vault_dir, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "initial")
-    open_vault(vault_dir).save("fix", "undo-me", "Restart the worker.\n")
+    open_vault(vault_dir).save("fix", "undo-me", "Restart the worker.\n", log=[Record("saved")])
+
+
+def log_actions(vault_dir: Path) -> list[str]:
+    """The actions of the change log's lines, every page in order."""
+    memory = vault_dir / "MemoryVault"
+    pages = changelog.pages(memory)
+    return [a for name in pages for a in changelog.actions((memory / "_meta" / name).read_text(encoding="utf-8"))]
 
 
 def undo_process(vault_dir: Path, **env: str) -> subprocess.CompletedProcess[str]:
@@ -36,8 +46,10 @@ def assert_clean_undone(vault_dir: Path) -> None:
     assert not (vault_dir / NOTE).exists()
     assert git(vault_dir, "status", "--porcelain") == ""
     assert not (vault_dir / ".git" / "REVERT_HEAD").exists()
-    assert "Memvault-Reverts:" in git(vault_dir, "log", "-1", "--format=%B")
-    assert git(vault_dir, "rev-list", "--count", "HEAD").strip() == "3"
+    assert "Memvault-Reverts:" in git(vault_dir, "log", "-1", "--skip=1", "--format=%B")  # then its log line
+    assert git(vault_dir, "log", "-1", "--format=%s").strip() == "memvault: log _meta/changelog"
+    assert git(vault_dir, "rev-list", "--count", "HEAD").strip() == "4"
+    assert log_actions(vault_dir) == ["saved", "undone"]  # the change's line kept, the undo's added once
 
 
 def test_an_undo_killed_before_its_commit_is_finished_by_the_next_command(vault_dir: Path) -> None:
@@ -67,6 +79,7 @@ def test_an_undo_killed_at_every_step_ends_undone_or_not_and_never_stuck(tmp_pat
         if (vault_dir / NOTE).exists():
             assert git(vault_dir, "status", "--porcelain") == ""
             assert git(vault_dir, "rev-list", "--count", "HEAD").strip() == "2"
+            assert log_actions(vault_dir) == ["saved"]  # the log never loses a line, whatever step the crash hit
             outcomes.append("old")
             vault.undo()  # and the undo still works afterwards
         else:

@@ -29,6 +29,7 @@ SEP = " · "
 SAVED, REVIEW, INBOX, IDEA, PROMOTED = "saved", "to review", "to inbox", "idea", "promoted"
 PROPOSED, DUPLICATE, UPDATED, ARCHIVED, DELETED = "supersede proposed", "duplicate", "updated", "archived", "deleted"
 IMPORTED, UNDONE, APPROVED, REJECTED, SUPERSEDED = "imported", "import undone", "approved", "rejected", "superseded"
+UNDID = "undone"  # `memvault undo` took a change back; the change's own lines stay (the log is append-only)
 SUMMARY = {
     SAVED: ("entry saved", "entries saved"),
     REVIEW: ("sent to review", "sent to review"),
@@ -64,6 +65,12 @@ def folder_rel(memory_folder: str) -> str:
     return f"{memory_folder}/{FOLDER}"
 
 
+def is_page(rel: str, memory_folder: str) -> bool:
+    """Whether vault-relative `rel` is one of the log's pages."""
+    folder, _, name = rel.rpartition("/")
+    return folder == folder_rel(memory_folder) and _PAGE.match(name) is not None
+
+
 def page_name(when: dt.datetime, n: int = 1) -> str:
     return f"{PREFIX}{when:%Y-%m}{'' if n == 1 else f'-{n}'}.md"
 
@@ -90,7 +97,8 @@ def header(when: dt.datetime) -> str:
     return (
         f"# MemoryVault changes, {when:%B %Y}\n\n"
         "What memvault changed in this vault on its own (reflection, seed, imports, clean-ups, the skills "
-        "index) and what became of its captures in review, one line per change, oldest first: when · what · "
+        "index), what became of its captures in review and what `memvault undo` took back, one line per change, "
+        "oldest first; a line is never removed: when · what · "
         "which entry · why. `memory.transparency` decides what is recorded; this page is never recalled into "
         "a prompt.\n\n"
     )

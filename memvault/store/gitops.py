@@ -1,7 +1,9 @@
 """Git history for vaults that are repositories: one commit per mutation, undo by `git revert`.
 
 Commits name only the paths memvault touched, so the user's own staged or unstaged work is
-never swept into them. Undo never resets: it adds a revert commit.
+never swept into them. Undo never resets: it adds a revert commit, and skips commits of the
+change log alone. A lock file (`index.lock`, `HEAD.lock`, a ref's `.lock`) a killed git left
+behind is recognised by finding no git process at work in the repository (`locks`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import os
 import shutil
 import subprocess
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +23,7 @@ from memvault.errors import GitError
 
 TRAILER_OP = "Memvault-Op"
 TRAILER_REVERTS = "Memvault-Reverts"
+LOG_OP = "log"  # a commit of change-log lines alone: never what undo takes back
 
 
 @dataclass(frozen=True)
@@ -27,6 +31,7 @@ class MemvaultCommit:
     sha: str
     subject: str
     op: str
+    when: float = 0.0  # committer time, seconds since the epoch
 
 
 def repo_root(path: Path) -> Path | None:
@@ -64,41 +69,174 @@ def commit(root: Path, paths: list[str], message: str) -> str | None:
 
 
 def last_undoable(root: Path, depth: int = 500) -> MemvaultCommit | None:
-    """The newest memvault commit (not itself an undo) that no later undo has reverted."""
-    log = _git(root, "log", f"-n{depth}", "--format=%H%x00%B%x1e")
+    """The newest memvault commit (not an undo, nor of the change log alone) that no later undo has reverted."""
+    log = _git(root, "log", f"-n{depth}", "--format=%H%x00%ct%x00%B%x1e")
     reverted: set[str] = set()
     for record in log.split("\x1e"):
         if not record.strip():
             continue
-        sha, _, body = record.strip().partition("\x00")
+        sha, _, rest = record.strip().partition("\x00")
+        when, _, body = rest.partition("\x00")
         trailers = _trailers(body)
         if TRAILER_REVERTS in trailers:
             reverted.add(trailers[TRAILER_REVERTS])
-        elif TRAILER_OP in trailers and sha not in reverted:
-            return MemvaultCommit(sha, body.strip().splitlines()[0], trailers[TRAILER_OP])
+        elif trailers.get(TRAILER_OP, LOG_OP) != LOG_OP and sha not in reverted:
+            return MemvaultCommit(sha, body.strip().splitlines()[0], trailers[TRAILER_OP], float(when))
     return None
 
 
-def revert(root: Path, target: MemvaultCommit) -> str:
+def revert(root: Path, target: MemvaultCommit, keep: Sequence[str] = ()) -> str:
     """Revert one commit as a new commit; on conflict, abort and leave the tree as it was.
 
-    A crash between the two steps leaves the revert staged (and REVERT_HEAD); the caller journals
-    the undo (`vault.changes`) and the next run calls `rollback_revert` and `revert` again.
+    The paths in `keep` (the change log's pages) stay as HEAD has them, even where git's revert
+    conflicts in them (lines appended since): the log is append-only, so undo takes back a change's
+    notes, never the lines that recorded it. A crash between the two
+    steps leaves the revert staged (and REVERT_HEAD); the caller journals the undo
+    (`vault.changes`) and the next run calls `rollback_revert` and `revert` again.
     """
     if _git(root, "diff", "--cached", "--name-only").strip():
         raise GitError("undo needs an empty git staging area; commit or unstage your staged changes first")
     try:
         _git(root, "revert", "--no-commit", target.sha)
     except GitError as exc:
-        subprocess.run(["git", "revert", "--abort"], cwd=root, capture_output=True, check=False)
-        why = f"cannot undo {target.sha[:8]}: the notes changed since ({exc.args[0]})"
-        raise GitError(why, code="conflict") from None
+        unmerged = set(_git(root, "diff", "--name-only", "--diff-filter=U").splitlines())
+        if not unmerged or not unmerged <= set(keep):
+            subprocess.run(["git", "revert", "--abort"], cwd=root, capture_output=True, check=False)
+            why = f"cannot undo {target.sha[:8]}: the notes changed since ({exc.args[0]})"
+            raise GitError(why, code="conflict") from None
+    kept = set(_git(root, "ls-tree", "-r", "--name-only", "HEAD", "--", *keep).splitlines()) if keep else set()
+    if kept:
+        _git(root, "restore", "--source=HEAD", "--staged", "--worktree", "--", *sorted(kept))
+    if not _git(root, "diff", "--cached", "--name-only").strip():
+        subprocess.run(["git", "revert", "--quit"], cwd=root, capture_output=True, check=False)
+        raise GitError(f"nothing to undo in {target.sha[:8]}: it changed only the change log")
     fault.checkpoint("revert staged")
     subject = f"memvault: undo {target.subject.removeprefix('memvault: ')}"
     message = f"{subject}\n\n{TRAILER_OP}: undo\n{TRAILER_REVERTS}: {target.sha}\n"
     _git(root, "commit", "--quiet", "--no-verify", "-m", message)
     fault.checkpoint("revert committed")
     return _git(root, "rev-parse", "HEAD").strip()
+
+
+# ---- lock files a killed git left behind ---------------------------------------------------------
+
+PROC = Path("/proc")  # where Linux shows running processes; elsewhere a lock's age decides
+STALE_LOCK_S = 300  # without PROC: a lock older than this is taken as left by a git that died
+
+
+@dataclass(frozen=True)
+class Lock:
+    """A git lock file in the repository, and whether the git that made it can still be at work."""
+
+    path: Path
+    stale: bool  # no git runs in the repository (without PROC: the lock is old), so it is safe to remove
+    why: str
+    stamp: tuple[int, int, int] = (0, 0, 0)  # inode, mtime, size when seen: removed only if still the same file
+
+    def advice(self, repo: Path) -> str:
+        return (
+            f"git's lock file {self.path} is in the way ({self.why}): when no git command is running in {repo}, "
+            f"delete it (`rm {self.path}`) and run any memvault command (`memvault health`); the changes written "
+            "meanwhile are committed then"
+        )
+
+
+def locks(root: Path) -> list[Lock]:
+    """The lock files in the repository of work tree `root`: the index's, HEAD's, packed-refs' and the branches'."""
+    try:
+        git_dir, common = _git(root, "rev-parse", "--absolute-git-dir", "--git-common-dir").splitlines()[:2]
+    except (GitError, ValueError):
+        return []
+    shared = Path(root, common)
+    found = [Path(git_dir, "index.lock"), Path(git_dir, "HEAD.lock"), shared / "packed-refs.lock"]
+    with contextlib.suppress(OSError):
+        found += sorted((shared / "refs" / "heads").rglob("*.lock"))
+    seen = []
+    for path in found:
+        with contextlib.suppress(OSError):
+            st = path.lstat()
+            seen.append((path, (st.st_ino, st.st_mtime_ns, st.st_size), st.st_mtime))
+    if not seen:
+        return []
+    holders = _git_processes(root, Path(git_dir))  # looked at after the locks: a live holder is running now
+    out = []
+    for path, stamp, mtime in seen:
+        if holders:
+            said = "process" if len(holders) == 1 else "processes"
+            out.append(Lock(path, False, f"git is running in the repository: {said} {', '.join(map(str, holders))}"))
+        elif holders is None:
+            age = max(0.0, time.time() - mtime)
+            stale = age > STALE_LOCK_S
+            why = (f"which git processes run cannot be seen here, so its age decides: {age / 60:.0f} min old, "
+                   f"{'more' if stale else 'less'} than {STALE_LOCK_S // 60} min")  # fmt: skip
+            out.append(Lock(path, stale, why, stamp))
+        else:
+            out.append(Lock(path, True, "left by a git process that no longer runs", stamp))
+    return out
+
+
+def clear_stale_locks(root: Path) -> tuple[list[Path], list[Lock]]:
+    """Remove the lock files no running git holds; returns those removed and the locks left in place."""
+    removed, left = [], []
+    for lock in locks(root):
+        if lock.stale:
+            with contextlib.suppress(OSError):
+                st = lock.path.lstat()
+                if (st.st_ino, st.st_mtime_ns, st.st_size) == lock.stamp:  # not a new lock made since
+                    lock.path.unlink()
+                    removed.append(lock.path)
+                    continue
+        left.append(lock)
+    return removed, [lock for lock in left if lock.path.exists()]
+
+
+def _git_processes(repo: Path, git_dir: Path) -> list[int] | None:
+    """The git processes at work in this repository (by working folder, -C, --git-dir, --work-tree or
+    GIT_DIR); None when this system does not show them, or shows one it does not let us look into."""
+    if not PROC.is_dir():
+        return None
+    bases = (Path(os.path.realpath(repo)), Path(os.path.realpath(git_dir)))
+    found, hidden = [], False
+    for entry in PROC.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            name = (entry / "comm").read_text(encoding="utf-8", errors="replace").strip()
+            if name != "git" and not name.startswith("git-"):
+                continue
+            places = _places(entry)
+        except (FileNotFoundError, ProcessLookupError):  # ended, or a zombie: holds nothing
+            continue
+        except OSError:
+            hidden = True
+            continue
+        if any(_inside(place, base) for place in places for base in bases):
+            found.append(int(entry.name))
+    return None if hidden and not found else sorted(found)
+
+
+def _places(entry: Path) -> list[Path]:
+    """Where one process works: its folder and the folders its arguments and environment point git at."""
+    cwd = Path(os.readlink(entry / "cwd"))
+    argv = [a.decode("utf-8", "surrogateescape") for a in (entry / "cmdline").read_bytes().split(b"\0")]
+    environ = (entry / "environ").read_bytes().decode("utf-8", "surrogateescape").split("\0")
+    here, places = cwd, [cwd]
+    args = iter(argv[1:])
+    for arg in args:
+        if arg == "-C":
+            here = here / next(args, "")
+            places.append(here)
+        elif arg in ("--git-dir", "--work-tree"):
+            places.append(here / next(args, ""))
+        elif arg.startswith(("--git-dir=", "--work-tree=")):
+            places.append(here / arg.partition("=")[2])
+    places += [cwd / v.partition("=")[2] for v in environ if v.startswith(("GIT_DIR=", "GIT_WORK_TREE="))]
+    return places
+
+
+def _inside(path: Path, base: Path) -> bool:
+    real = Path(os.path.realpath(path))
+    return real == base or base in real.parents
 
 
 def head(root: Path) -> str:
@@ -108,11 +246,13 @@ def head(root: Path) -> str:
 def commit_of(root: Path, sha: str) -> MemvaultCommit | None:
     """The memvault commit `sha` (None when it is not one, or does not exist)."""
     try:
-        body = _git(root, "log", "-n1", "--format=%B", sha)
+        when, _, body = _git(root, "log", "-n1", "--format=%ct%x00%B", sha).partition("\x00")
     except GitError:
         return None
     trailers = _trailers(body)
-    return MemvaultCommit(sha, body.strip().splitlines()[0], trailers[TRAILER_OP]) if TRAILER_OP in trailers else None
+    if TRAILER_OP not in trailers:
+        return None
+    return MemvaultCommit(sha, body.strip().splitlines()[0], trailers[TRAILER_OP], float(when))
 
 
 def reverts(root: Path, sha: str) -> str | None:
@@ -123,15 +263,18 @@ def reverts(root: Path, sha: str) -> str | None:
         return None
 
 
-def rollback_revert(root: Path, target: str) -> bool:
+def rollback_revert(root: Path, target: str, keep: Sequence[str] = ()) -> bool:
     """Take back a `git revert --no-commit target` that was never committed; False when the files were edited since.
 
-    Every path of `target` must still be as HEAD has it or as the staged revert has it; then each is
-    restored from HEAD in the index and the work tree (a file HEAD does not have is removed) and
-    REVERT_HEAD is cleared. The user's other files and staged work are not touched.
+    Every path of `target` must still be as HEAD has it or as the staged revert has it (the change
+    log's pages in `keep` may hold the revert's conflict); then each is restored from HEAD in the index
+    and the work tree (a file HEAD does not have is removed) and REVERT_HEAD is cleared. The user's
+    other files and staged work are not touched.
     """
     paths = changed_paths(root, target)
     for path in paths:
+        if path in keep:
+            continue
         worktree_is_staged = _quiet(root, "diff", "--quiet", "--", path)
         worktree_is_head = _quiet(root, "diff", "--quiet", "HEAD", "--", path)
         if not (worktree_is_staged or worktree_is_head):
@@ -168,14 +311,7 @@ def unfinished(root: Path) -> list[tuple[str, str]]:
     for name, what, hint in checks:
         if (git_dir / name).exists():
             found.append((what, hint))
-    lock = git_dir / "index.lock"
-    with contextlib.suppress(OSError):
-        if time.time() - lock.stat().st_mtime > STALE_LOCK_S:
-            found.append(("a git process died holding index.lock", f"if no git command is running, delete {lock}"))
     return found
-
-
-STALE_LOCK_S = 600
 
 
 def _quiet(root: Path, *args: str) -> bool:

@@ -1,7 +1,8 @@
 """The change-log line of a change: the `MemoryVault/_meta/changelog-YYYY-MM.md` file operation journalled with it.
 
 The page's format is `store.changelog`; this module reads the page as it is now and returns the file
-operation that appends the change's lines, so an entry and its line land (or are replayed) together.
+operation that appends the change's lines, so an entry and its line land (or are replayed) together,
+and words the line `memvault undo` adds (the log is append-only: an undo never takes a line back).
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from memvault.errors import MemvaultError
 from memvault.store import changelog, disk, journal, notes
 from memvault.store.changelog import Record
 
-__all__ = ["Record", "log_op"]
+__all__ = ["Record", "is_page", "log_op", "undone"]
+
+is_page = changelog.is_page
 
 
 def log_op(
@@ -39,3 +42,11 @@ def log_op(
             n += 1
             continue
         return journal.FileOp(rel, changelog.appended(current, lines, when), journal.digest(path))
+
+
+def undone(target: str, subject: str, sha: str, when: dt.datetime, files: int) -> Record:
+    """The line `memvault undo` adds: which change it took back (what, when, which commit)."""
+    what = subject.removeprefix("memvault: ")
+    more = f"; {files} files restored" if files > 1 else ""
+    return Record(changelog.UNDID, target or None, f"the change of {when:%Y-%m-%d %H:%M} ({what}, commit {sha[:8]}), "
+                  f"by you{more}")  # fmt: skip

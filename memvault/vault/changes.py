@@ -7,6 +7,7 @@ write, this module makes it durable and crash-safe.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import json
 import os
 import subprocess
@@ -32,6 +33,7 @@ class Changes:
         self.folder = folder
         self.state_dir = paths.vault_state_dir(root)
         self.journal_dir = self.state_dir / "journal"
+        self.uncommitted_dir = self.state_dir / "uncommitted"  # changes written while git could not commit
         self.waived = False  # set by Vault.protection_waived() for an explicit, confirmed command
 
     @contextmanager
@@ -45,7 +47,7 @@ class Changes:
 
     def recover(self) -> list[str]:
         """Finish (or set aside) mutations a crash interrupted; returns what was replayed."""
-        if not journal.pending(self.journal_dir) and not journal.pending_undos(self.journal_dir):
+        if not (journal.pending(self.journal_dir) or journal.pending_undos(self.journal_dir) or self.uncommitted()):
             return []
         with disk.vault_lock(self.lock_file(), self.config.vault.lock_timeout_s):
             return self.replay()
@@ -75,7 +77,47 @@ class Changes:
         for path in journal.pending_undos(self.journal_dir):
             done += self._finish_undo(path)
         disk.sweep_temp_files(self.journal_dir)
+        return done + self._catch_up()
+
+    # ---- changes written while git could not commit (a lock file in the way) ------------------------
+
+    def uncommitted(self) -> list[Path]:
+        """The records of changes written but not committed, oldest first."""
+        return sorted(self.uncommitted_dir.glob("*.json")) if self.uncommitted_dir.is_dir() else []
+
+    def _catch_up(self) -> list[str]:
+        """Commit the changes a lock file kept out of the history, each with its own message, in order."""
+        records = self.uncommitted()
+        repo = self.git_repo() if records else None
+        done = []
+        for record in records:
+            try:
+                data = json.loads(record.read_text(encoding="utf-8"))
+                message, rels = str(data["message"]), [str(p) for p in data["paths"]]
+            except (OSError, ValueError, KeyError, TypeError):
+                record.unlink(missing_ok=True)
+                continue
+            if repo is not None:
+                try:
+                    self._commit_paths(repo, rels, message)
+                except GitError:
+                    break  # still in the way: the next command tries again
+            record.unlink()
+            done.append(f"commit {record.stem}")
         return done
+
+    def _commit_paths(self, repo: Path, rels: Sequence[str], message: str) -> str | None:
+        """`gitops.commit`; when git fails, lock files no running git holds are removed and it is tried once more."""
+        repo_paths = [os.path.relpath(self.root / p, repo) for p in rels]
+        try:
+            return gitops.commit(repo, repo_paths, message)
+        except GitError as exc:
+            removed, left = gitops.clear_stale_locks(repo)
+            if left:
+                raise GitError(f"{exc.args[0]}; " + "; ".join(lock.advice(repo) for lock in left)) from None
+            if not removed:
+                raise
+        return gitops.commit(repo, repo_paths, message)
 
     def _finish_undo(self, record: Path) -> list[str]:
         """An undo a crash interrupted: if its revert was never committed, take it back and do it again."""
@@ -90,22 +132,25 @@ class Changes:
             journal.set_aside(record)
             return []
         now = gitops.head(repo)
-        if now != head:  # committed (or the history moved on by hand): nothing left to finish
-            if gitops.reverts(repo, now) == target:
+        if now != head:  # committed (or the history moved on by hand): nothing left to finish but its log line
+            reverted = gitops.commit_of(repo, target) if gitops.reverts(repo, now) == target else None
+            if reverted is not None:
                 subprocess.run(["git", "revert", "--quit"], cwd=repo, capture_output=True, check=False)
+                self._log_undone(repo, reverted, now)
             record.unlink()
             return []
-        if not gitops.rollback_revert(repo, target):  # edited since the crash: leave it to the user
+        if not gitops.rollback_revert(repo, target, keep=self._log_pages(repo, target)):  # edited since: the user's
             journal.set_aside(record)
             return []
         commit = gitops.commit_of(repo, target)
         if commit is not None:
             try:
-                sha = gitops.revert(repo, commit)
+                sha = gitops.revert(repo, commit, keep=self._log_pages(repo, commit.sha))
             except GitError:
                 journal.set_aside(record)
                 return []
             indexing.refresh(self.root, self.config, self._touched(repo, sha))
+            self._log_undone(repo, commit, sha)
         record.unlink()
         return [f"undo {target[:8]}"]
 
@@ -140,13 +185,16 @@ class Changes:
         return WriteResult(intent.op, rel, tuple(intent.paths), commit=sha, archived=archived, warning=warning)
 
     def git_commit(self, intent: journal.Intent) -> tuple[str | None, str | None]:
+        """Commit the intent's paths; when git cannot, the change is recorded to be committed by a later command."""
         repo = self.git_repo()
         if repo is None:
             return None, None
-        repo_paths = [os.path.relpath(self.root / p, repo) for p in intent.paths]
         try:
-            sha = gitops.commit(repo, repo_paths, intent.message)
+            sha = self._commit_paths(repo, intent.paths, intent.message)
         except GitError as exc:
+            paths.ensure_private_dir(self.uncommitted_dir)
+            data = json.dumps({"message": intent.message, "paths": intent.paths}).encode("utf-8")
+            disk.atomic_write(self.uncommitted_dir / f"{intent.id}.json", data, private=True)
             return None, f"written, but not committed: {exc.args[0]}"
         fault.checkpoint("committed")
         return sha, None
@@ -190,20 +238,42 @@ class Changes:
                 "(superseded entries are kept in _archive/ either way)"
             )
         with self.mutation():
+            left = gitops.clear_stale_locks(repo)[1]
+            if left or self.uncommitted():  # a running git's lock, or changes the history has not caught up with
+                why = "; ".join(lock.advice(repo) for lock in left) or "changes written since are not committed yet"
+                raise GitError(f"undo cannot run now: {why}")
             target = gitops.last_undoable(repo)
             if target is None:
                 raise GitError("nothing to undo: no memvault commit in this repository's recent history")
             record = journal.write_undo(self.journal_dir, target.sha, gitops.head(repo))
             try:
-                sha = gitops.revert(repo, target)
+                sha = gitops.revert(repo, target, keep=self._log_pages(repo, target.sha))
             except GitError:
                 record.unlink()  # refused or aborted cleanly: nothing to finish
                 raise
-            record.unlink()
             touched = self._touched(repo, sha)
+            self._log_undone(repo, target, sha)
+            record.unlink()
             warning = indexing.refresh(self.root, self.config, touched)
             return WriteResult("undo", touched[0] if touched else "", touched, commit=sha, warning=warning)
 
+    def _log_pages(self, repo: Path, sha: str) -> list[str]:
+        """The change-log pages commit `sha` changed (repository-relative): undo keeps them as they are."""
+        return [p for p in gitops.changed_paths(repo, sha) if changelog.is_page(self._vault_rel(repo, p), self.folder)]
+
+    def _log_undone(self, repo: Path, target: gitops.MemvaultCommit, sha: str) -> None:
+        """Append the line saying which change was undone and when, as a change of the log alone."""
+        if self.config.memory.transparency == "silent":
+            return
+        notes = [p for p in self._touched(repo, sha) if not changelog.is_page(p, self.folder)]
+        when = dt.datetime.fromtimestamp(target.when)
+        line = changelog.undone(notes[0] if notes else "", target.subject, target.sha, when, len(notes))
+        where = f"{self.folder}/{changelog.changelog.FOLDER}/changelog"
+        self.commit(self.intent(gitops.LOG_OP, where, []), where, log=[line])
+
     def _touched(self, repo: Path, sha: str) -> tuple[str, ...]:
         """The vault-relative paths commit `sha` changed."""
-        return tuple(os.path.relpath(repo / p, self.root).replace(os.sep, "/") for p in gitops.changed_paths(repo, sha))
+        return tuple(self._vault_rel(repo, p) for p in gitops.changed_paths(repo, sha))
+
+    def _vault_rel(self, repo: Path, path: str) -> str:
+        return os.path.relpath(repo / path, self.root).replace(os.sep, "/")
