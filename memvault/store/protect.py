@@ -65,7 +65,7 @@ def covering(inside: str, patterns: Sequence[str], folder: str, *, file: bool = 
     is covered when a folder above it matches, or (for a pattern with `/`) its own path does
     (`skills/*.md`). With `file=False`, `inside` is a folder, covered when it or a folder above matches.
     """
-    parts = inside.lower().split("/")
+    parts = inside.casefold().split("/")
     for pattern in patterns:
         if _covers(normal(pattern, folder), parts, file):
             return pattern
@@ -74,14 +74,14 @@ def covering(inside: str, patterns: Sequence[str], folder: str, *, file: bool = 
 
 def normal(pattern: str, folder: str) -> tuple[bool, str]:
     """(anchored, glob): a pattern as `covering` reads it; an empty glob matches nothing."""
-    text = pattern.strip().replace("\\", "/").lower()
+    text = pattern.strip().replace("\\", "/").casefold()
     while "//" in text:
         text = text.replace("//", "/")
     while text.startswith("./"):
         text = text[2:]
     anchored = text.startswith("/")
     text = text.strip("/")
-    prefix = folder.lower()
+    prefix = folder.casefold()
     if text == prefix:
         return True, "*"  # the whole MemoryVault folder
     if text.startswith(prefix + "/"):
