@@ -11,6 +11,7 @@ from rich.table import Table
 from memvault.claude import seed as seed_mod
 from memvault.text import plural
 from memvault.vault import importer
+from memvault.vault.core import Vault
 
 from .group import State, cli, err, json_option, out, pass_state, print_json
 
@@ -99,6 +100,7 @@ def seed(
 @click.option("--dry-run", is_flag=True, help="Show the plan; write nothing.")
 @click.option("--skip-refused", is_flag=True, help="Import the other notes when some cannot be imported.")
 @click.option("--undo", "undo_id", is_flag=False, flag_value="last", metavar="[ID]", help="Take back an import.")
+@click.option("--yes", "-y", is_flag=True, help="With --undo: remove the listed notes without asking (for scripts).")
 @json_option
 @pass_state
 def import_(
@@ -110,6 +112,7 @@ def import_(
     dry_run: bool,
     skip_refused: bool,
     undo_id: str | None,
+    yes: bool,
     as_json: bool,
 ) -> None:
     """Bring an existing folder of markdown notes into MemoryVault/<group>/<kind>/, as one change.
@@ -117,9 +120,12 @@ def import_(
     Every note keeps its file name, text and frontmatter; only missing keys are added (kind, group,
     status, created, source: import, imported). Links between the notes keep opening the same notes:
     the ones a new place would change are rewritten to a path Obsidian cannot mistake. Notes with a
-    secret, too large, not UTF-8, with broken frontmatter, symlinks or names already taken are listed
-    and nothing is written (--skip-refused imports the rest). `--undo [ID]` removes the notes of the
-    last (or that) import that you have not edited since; in a git vault `memvault undo` works too.
+    secret, too large, not UTF-8, with broken frontmatter, symlinks, names already taken, names
+    `save` would refuse (CON.md, a:b.md) or differing only in case are listed and nothing is written
+    (--skip-refused imports the rest). A note that would load at every session start (always_load,
+    or under _always-load/) and that reads like a risky standing instruction goes to _review/ for you
+    to approve. `--undo [ID]` lists the notes of the last (or that) import that you have not edited
+    since and removes them once you confirm; in a git vault `memvault undo` works too.
 
     \b
     Examples:
@@ -131,13 +137,19 @@ def import_(
     if undo_id is not None:
         if folder is not None:
             raise click.UsageError("--undo takes an import id, not a folder")
-        undone = importer.undo_import(vault, None if undo_id == "last" else undo_id)
+        undone = _undo(vault, None if undo_id == "last" else undo_id, yes=yes, as_json=as_json)
+        if undone is None:
+            return
         if as_json:
             print_json(
                 {"id": undone.id, "removed": list(undone.paths), "kept": list(undone.kept), "commit": undone.commit}
             )
             return
         out.print(f"import {undone.id} taken back: {plural(len(undone.paths), 'note')} removed")
+        if undone.warning:
+            err.print(f"[yellow]warning:[/] {escape(undone.warning)}")
+        for rel in undone.paths:
+            out.print(f"  removed {escape(rel)}")
         for rel in undone.kept:
             out.print(f"  kept {escape(rel)} (edited since the import)")
         return
@@ -164,6 +176,26 @@ def import_(
                   "`memvault import --undo` takes it back)")  # fmt: skip
         if done.commit:
             out.print(f"committed {done.commit[:10]}")
+        held = sum(1 for n in plan.notes if n.held)
+        if held:
+            out.print(f"{plural(held, 'note')} held for review: run `memvault review` to approve or reject them")
+
+
+def _undo(vault: Vault, import_id: str | None, *, yes: bool, as_json: bool) -> importer.Outcome | None:
+    """List what the undo removes, ask (unless --yes), then undo exactly that import; None when declined."""
+    preview = importer.undo_preview(vault, import_id)
+    if preview.paths and not yes:
+        if as_json:
+            raise click.UsageError("--undo --json removes notes without asking: add --yes")
+        out.print(f"import {preview.id} of {escape(preview.folder)}: {plural(len(preview.paths), 'note')} to remove")
+        for rel in preview.paths:
+            out.print(f"  remove {escape(rel)}")
+        for rel in preview.kept:
+            out.print(f"  keep {escape(rel)} (edited since the import)")
+        if not click.confirm("Remove them?", default=False):
+            out.print("nothing removed")
+            return None
+    return importer.undo_import(vault, preview.id, expect=preview.paths)
 
 
 def _render_plan(plan: importer.Plan, folder: str) -> None:
@@ -174,6 +206,11 @@ def _render_plan(plan: importer.Plan, folder: str) -> None:
                       str(n.links) if n.links else "")  # fmt: skip
     if table.row_count:
         out.print(table)
+    for n in plan.notes:
+        if n.held:
+            err.print(f"[yellow]held for review:[/] {escape(n.source)}: {escape(n.held)}; it is written to "
+                      f"{escape(n.path.removeprefix(folder))}, not loaded at session start until you approve it "
+                      "(`memvault review`)")  # fmt: skip
     for item in plan.refused:
         err.print(f"[red]refused:[/] {escape(item['path'])}: {escape(item['reason'])}")
     for item in plan.skipped:

@@ -6,17 +6,19 @@ Each `.md` file keeps its name, its text and its frontmatter; only missing keys 
 own (`domains=domain`). Links keep opening the notes they opened: the folder is read as the vault it
 came from (the nearest folder holding `.obsidian/`, else the folder itself), and only links whose
 meaning the move would change are rewritten (`links`). Notes that would be refused (a secret, too
-large, not UTF-8, bad frontmatter, a symlink, a name already taken) are listed in the plan and
-nothing is written unless they are skipped on purpose. The notes and the change-log line are one
-journalled change: one commit in a git vault (`memvault undo`), and a manifest in the state folder
-that `undo_import` uses to take back the notes still as imported, in any vault.
+large, not UTF-8, bad frontmatter, a symlink, a name already taken, a name `save` would refuse or
+one differing only in case from another) are listed in the plan and nothing is written unless they
+are skipped on purpose. A note that would be loaded at every session start (`always_load`, or in an
+`_always-load/` folder) and that the risk screen flags is written to `_review/` instead, for a person
+to approve. The notes and the change-log line are one journalled change: one commit in a git vault
+(`memvault undo`), and a manifest in the state folder (`import_manifests`) that `undo_import` uses to
+take back the notes still as imported, in any vault.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -25,15 +27,20 @@ from typing import Any
 
 from memvault import paths
 from memvault.errors import InvalidNote, MemvaultError, SafetyError
-from memvault.store import changelog, disk, journal, model, notes, safety
+from memvault.store import changelog, disk, journal, model, notes, risk
 from memvault.store.changelog import Record
+from memvault.store.model import ALWAYS_LOAD, REVIEW
 
-from . import links
+from . import import_manifests, links
 from .core import Vault
+from .import_manifests import MANIFESTS as MANIFESTS
+from .import_manifests import Outcome as Outcome
+from .import_manifests import manifests as manifests
+from .import_manifests import undo_import as undo_import
+from .import_manifests import undo_preview as undo_preview
 
 SOURCE = "import"
 DEFAULT_KIND = "note"
-MANIFESTS = "imports"  # folder in the vault's state folder: one JSON manifest per import
 SKIP_DIRS = frozenset({".obsidian", ".trash", ".git", ".stversions", "node_modules"})
 
 
@@ -46,6 +53,7 @@ class Planned:
     links: int  # links rewritten to keep their meaning
     text: str = field(repr=False)
     lost: tuple[str, ...] = ()  # files its links opened that are not imported (as paths of the old vault)
+    held: str | None = None  # the risk screen's warning: a standing instruction written to _review/ instead
 
 
 @dataclass
@@ -56,23 +64,13 @@ class Plan:
     refused: list[dict[str, str]] = field(default_factory=list)  # {path, reason, code}: cannot be written
     skipped: list[dict[str, str]] = field(default_factory=list)  # {path, reason}: not notes, or already imported
     warnings: list[str] = field(default_factory=list)
+    stamp: str = ""  # the `imported` time written into the notes (ISO)
 
     def as_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         for note in data["notes"]:
             note.pop("text")
         return data
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What `apply` or `undo_import` did."""
-
-    id: str
-    paths: tuple[str, ...]
-    kept: tuple[str, ...] = ()  # undo: notes edited since the import, left in place
-    commit: str | None = None
-    warning: str | None = None
 
 
 # ---- planning ------------------------------------------------------------------------------------
@@ -92,6 +90,12 @@ def plan(
             "out of the vault first",
             code="usage",
         )
+    if disk.is_inside(os.path.realpath(vault.root), str(real)):
+        raise MemvaultError(
+            f"{folder} holds the vault itself: importing it would copy the vault into itself; import the folder "
+            "of notes you mean, beside the vault",
+            code="usage",
+        )
     group_s = model.slug(group or vault.config.vault.default_group, "group")
     kinds = _kinds(real, kind, mapping)
     result = Plan(paths.shown(folder), group_s)
@@ -105,6 +109,8 @@ def plan(
         if not prefix or s["path"].startswith(prefix + "/")
     ]
     found = [p for p in sorted(before.paths) if not prefix or p.startswith(prefix + "/")]
+    in_vault = _walk(vault.root, None)
+    folded = {rel.casefold(): rel for rel in in_vault}  # Windows and macOS hold one of two names differing in case
     moved: dict[str, str] = {}
     for old in found:
         inner = old[len(prefix) + 1 :] if prefix else old
@@ -113,14 +119,29 @@ def plan(
             result.skipped.append({"path": inner, "reason": why})
             continue
         sub, note_kind = _mapped(inner, kinds)
-        moved[old] = f"{vault.folder}/{group_s}/{note_kind}/{sub}"
-    after = links.Files.of([*_walk(vault.root, None), *moved.values()])
-    _name_clashes(vault, list(moved.values()), result)
+        new = f"{vault.folder}/{group_s}/{note_kind}/{sub}"
+        problem = next(filter(None, (model.name_problem(part, "slug") for part in sub.split("/"))), None)
+        twin = folded.get(new.casefold())
+        if problem:
+            reason = f"{problem}: memvault writes no such name ({model.NAME_RULE}); rename it and import again"
+            result.refused.append({"path": inner, "reason": reason, "code": model.InvalidName.code})
+        elif twin is not None and twin != new:
+            other = f"{twin}, in the vault" if twin in in_vault else f"{_source_of(twin, moved, prefix)}, imported too"
+            reason = f"its name differs only in case from {other}: Windows and macOS hold only one; rename one"
+            result.refused.append({"path": inner, "reason": reason, "code": "conflict"})
+        else:
+            moved[old] = new
+            folded.setdefault(new.casefold(), new)
     stamp = notes.now()
+    held = _screen(vault, world_root, moved, group_s)
+    after = links.Files.of([*in_vault, *moved.values()])
+    _name_clashes(vault, list(moved.values()), result)
+    result.stamp = stamp.isoformat(sep=" ")
     for old, new in moved.items():
         inner = old[len(prefix) + 1 :] if prefix else old
         try:
-            planned = _one(vault, world_root / old, old, new, inner, before, moved, after, group_s, stamp)
+            args = (before, moved, after, group_s, stamp, held.get(old))
+            planned = _one(vault, world_root / old, old, new, inner, *args)
         except MemvaultError as exc:
             result.refused.append({"path": inner, "reason": exc.args[0], "code": exc.code})
             continue
@@ -137,9 +158,10 @@ def plan(
 
 def _one(
     vault: Vault, file: Path, old: str, new: str, inner: str, before: links.Files, moved: dict[str, str],
-    after: links.Files, group: str, stamp: dt.datetime,
+    after: links.Files, group: str, stamp: dt.datetime, held: tuple[str, str] | None,
 ) -> Planned | None:  # fmt: skip
-    """One note as it will be written; None when the same note is already there."""
+    """One note as it will be written; None when the same note is already there. `held`: (kind, warning) of a
+    standing instruction the risk screen flagged, written to `_review/` for a person to approve."""
     if file.is_symlink():
         raise SafetyError("a symlink: memvault imports files, not links", code="path_escape")
     text = disk.read_text(file, vault.config.vault.max_note_kb * 1024)
@@ -160,16 +182,48 @@ def _one(
         if same:
             return None
         raise SafetyError(f"{new} already exists in the vault", code="conflict", path=new)
-    sub_kind = new.split("/")[2]
+    sub_kind = held[0] if held else new.split("/")[2]
     st = file.stat()
     created = dt.datetime.fromtimestamp(getattr(st, "st_birthtime", st.st_mtime)).replace(microsecond=0)
     defaults = {"kind": sub_kind, "group": group, "status": "active", "created": created, "source": SOURCE,
                 "imported": stamp}  # fmt: skip
     added = {k: v for k, v in defaults.items() if k not in note.meta}
-    final = notes.dump(notes.with_meta(note, added)) if added else notes.dump(note)
+    if held:  # in review until a person approves it: not loaded at session start meanwhile
+        queued = {**added, "approve_to": ALWAYS_LOAD, "warning": held[1]}
+        final = notes.dump(notes.with_meta(note, queued, remove=["always_load"]))
+    else:
+        final = notes.dump(notes.with_meta(note, added)) if added else notes.dump(note)
     op, _ = vault.changes.new_file(new, final)  # path confined and free, size and secrets as for any write
     lost = tuple(t for t in links.targets(text, old, before) if t not in moved)
-    return Planned(inner, new, sub_kind, tuple(added), count, op.content or final, lost)
+    return Planned(inner, new, sub_kind, tuple(added), count, op.content or final, lost, held[1] if held else None)
+
+
+def _screen(vault: Vault, world_root: Path, moved: dict[str, str], group: str) -> dict[str, tuple[str, str]]:
+    """Notes that would be loaded at every session start and that the risk screen flags: each is sent to
+    `<group>/_review/` (its entry in `moved` changes, so links to it follow); returns old path → (kind, warning)."""
+    held: dict[str, tuple[str, str]] = {}
+    taken = set(moved.values())
+    for old, new in list(moved.items()):
+        try:
+            text = disk.read_text(world_root / old, vault.config.vault.max_note_kb * 1024)
+        except (MemvaultError, OSError):
+            continue  # refused when it is planned
+        note = notes.parse(text)
+        standing = ALWAYS_LOAD in new.split("/")[:-1] or (note.ok and note.meta.get("always_load") not in (None, False))
+        danger = risk.assess(text) if standing else None
+        if danger is None:
+            continue
+        stem = model.slug(new.rsplit("/", 1)[-1].removesuffix(".md"), "slug", from_text=True)
+        moved[old] = disk.free_note(vault.root, f"{vault.folder}/{group}/{REVIEW}", stem, taken)
+        taken.add(moved[old])
+        held[old] = (new.split("/")[2], danger)
+    return held
+
+
+def _source_of(new: str, moved: dict[str, str], prefix: str) -> str:
+    """The path below the imported folder of the note planned to land at `new`."""
+    old = next(k for k, v in moved.items() if v == new)
+    return old[len(prefix) + 1 :] if prefix else old
 
 
 def _kinds(folder: Path, kind: str, mapping: Mapping[str, str]) -> dict[str, str]:
@@ -246,7 +300,7 @@ def _dangling(result: Plan) -> None:
 
 
 def apply(vault: Vault, planned: Plan, *, skip_refused: bool = False) -> Outcome:
-    """Write the plan's notes and its change-log line as one journalled change, and record a manifest."""
+    """Write the plan's notes, their change-log line and the import's manifest as one journalled change."""
     if planned.refused and not skip_refused:
         listing = "; ".join(f"{r['path']}: {r['reason']}" for r in planned.refused[:5])
         more = f" (and {len(planned.refused) - 5} more)" if len(planned.refused) > 5 else ""
@@ -257,75 +311,34 @@ def apply(vault: Vault, planned: Plan, *, skip_refused: bool = False) -> Outcome
         )
     if not planned.notes:
         raise MemvaultError(f"nothing to import from {planned.folder}", code="usage")
-    import_id = notes.now().strftime("%Y%m%d-%H%M%S") + "-" + os.urandom(2).hex()
+    import_id = import_manifests.new_id()
     first = planned.notes[0].path
     names = ", ".join(changelog.wikilink(n.path) for n in planned.notes[:3])
     more = f" and {len(planned.notes) - 3} more" if len(planned.notes) > 3 else ""
-    count = len(planned.notes)
+    count, held = len(planned.notes), sum(1 for n in planned.notes if n.held)
     detail = f"{count} note(s) from {planned.folder} into {planned.group}/ ({names}{more}), import {import_id}"
-
-    def ops() -> list[journal.FileOp]:
-        return [vault.changes.new_file(n.path, n.text)[0] for n in planned.notes]
-
-    result = vault.transact("import", first, ops, reason=f"{len(planned.notes)} notes from {planned.folder}",
-                            log=[Record(changelog.IMPORTED, first, detail)])  # fmt: skip
+    detail += f"; {held} held for review (standing instructions the risk screen flagged)" if held else ""
     manifest = {
-        "id": import_id, "folder": planned.folder, "group": planned.group, "commit": result.commit,
+        "id": import_id, "folder": planned.folder, "group": planned.group, "imported": planned.stamp,
         "files": {n.path: journal.text_digest(n.text) for n in planned.notes},
     }  # fmt: skip
-    path = _manifests(vault) / f"{import_id}.json"
-    disk.atomic_write(path, json.dumps(manifest, ensure_ascii=False, indent=1).encode("utf-8"))
-    written = tuple(n.path for n in planned.notes)
-    return Outcome(import_id, written, commit=result.commit, warning=result.warning)
+    pending: list[Path] = []
 
-
-def undo_import(vault: Vault, import_id: str | None = None) -> Outcome:
-    """Remove the notes of an import (the last one by default) that are still as imported; edited ones stay."""
-    found = sorted(_manifests(vault).glob("*.json"))
-    chosen = [p for p in found if import_id is None or p.stem == import_id]
-    if not chosen:
-        raise MemvaultError(f"no import {import_id} to undo" if import_id else "no import to undo", code="missing")
-    manifest_file = chosen[-1]
-    manifest = json.loads(manifest_file.read_text(encoding="utf-8"))
-    kept: list[str] = []
-
-    def ops() -> list[journal.FileOp]:
-        out = []
-        for rel, digest in manifest["files"].items():
-            target, rel = safety.resolve_target(vault.root, rel, vault.folder)
-            now = journal.digest(target)
-            if now == digest:
-                out.append(journal.FileOp(rel, None, now))
-            elif now != journal.ABSENT:
-                kept.append(rel)
+    def ops() -> list[journal.FileOp]:  # under the vault lock: the manifest is on disk before the journal
+        out = [vault.changes.new_file(n.path, n.text)[0] for n in planned.notes]
+        pending.append(import_manifests.record(vault, manifest))
         return out
 
-    detail = f"import {manifest['id']} of {manifest['folder']} taken back"
-
-    def log() -> list[Record]:  # after the plan: it knows which notes were edited since
-        return [Record(changelog.UNDONE, detail=detail + (f"; {len(kept)} edited note(s) kept" if kept else ""))]
-
-    first = next(iter(manifest["files"]), "")
-    result = vault.transact("import-undo", first, ops, reason=detail, log=log)
-    manifest_file.rename(manifest_file.with_suffix(".undone"))
-    removed = tuple(p for p in result.paths if p in manifest["files"])
-    return Outcome(str(manifest["id"]), removed, tuple(kept), result.commit, result.warning)
-
-
-def manifests(vault: Vault) -> list[dict[str, Any]]:
-    """The imports that can still be undone, oldest first."""
-    out = []
-    for path in sorted(_manifests(vault).glob("*.json")):
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        out.append({"id": data.get("id"), "folder": data.get("folder"), "notes": len(data.get("files", {}))})
-    return out
-
-
-def _manifests(vault: Vault) -> Path:
-    return paths.ensure_private_dir(vault.state_dir / MANIFESTS)
+    try:
+        result = vault.transact("import", first, ops, reason=f"{count} notes from {planned.folder}",
+                                log=[Record(changelog.IMPORTED, first, detail)])  # fmt: skip
+    except BaseException:
+        if pending:
+            import_manifests.drop(pending[0])  # refused before or while writing: nothing of it stays
+        raise
+    import_manifests.confirm(pending[0])
+    written = tuple(n.path for n in planned.notes)
+    return Outcome(import_id, written, commit=result.commit, warning=result.warning, folder=planned.folder)
 
 
 def _join(rel_dir: str, name: str) -> str:
