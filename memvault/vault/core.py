@@ -192,7 +192,10 @@ class Vault:
         folder: str | None = None,
         log: Sequence[Record] = (),
     ) -> WriteResult:
-        """Write `MemoryVault/<group>/<kind>/<slug>.md` (or `<group>/<folder>/…` for `_inbox` etc.)."""
+        """Write `MemoryVault/<group>/<kind>/<slug>.md` (or `<group>/<folder>/…` for `_inbox` etc.).
+
+        With `replace`, the note's old text is kept in `_archive/` (as `evolve` keeps it) in the same change.
+        """
         # `_index` is the folder note of an idea or project folder (`_idea-incubator/<idea>/_index.md`).
         kind_s, slug_s = model.slug(kind, "kind"), slug if slug == "_index" else model.slug(slug, "slug")
         group_s = model.slug(group or self.config.vault.default_group, "group")
@@ -229,8 +232,12 @@ class Vault:
                 note = notes.with_body(notes.with_meta(model.valid(existing, rel), fields), safety.strip_private(body))
             text, warning = self.changes.checked(notes.dump(note), rel)
             before = existing.digest if existing is not None else journal.digest(target)
-            intent = self.changes.intent("save", rel, [journal.FileOp(rel, text, before)])
-            return self.changes.commit(intent, rel, warning=warning, log=log)
+            ops, archived = [journal.FileOp(rel, text, before)], None
+            if existing is not None:  # a replace keeps the old text in _archive/, in the same change
+                _, archived = safety.resolve_target(self.root, self._archive_path(rel), self.folder)
+                ops.insert(0, journal.FileOp(archived, notes.dump(existing.note), journal.ABSENT))
+            intent = self.changes.intent("save", rel, ops)
+            return self.changes.commit(intent, rel, archived=archived, warning=warning, log=log)
 
     def evolve(
         self,
