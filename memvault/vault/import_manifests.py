@@ -106,6 +106,12 @@ def settle(vault: Vault) -> None:
         marker.unlink()
 
 
+def recover(vault: Vault) -> None:
+    """Finish an interrupted change and settle the manifests (what the next import or undo does first)."""
+    with vault.changes.mutation():
+        settle(vault)
+
+
 def manifests(vault: Vault) -> list[dict[str, Any]]:
     """The imports that can still be undone, oldest first."""
     return [
