@@ -46,8 +46,9 @@ def build() -> Any:
         try:
             return work()
         except MemvaultError as exc:
-            record.update(result="refused", reason=str(exc)[:300])
-            raise ToolError(str(exc)) from None
+            said = tools.refusal(exc)
+            record.update(result="refused", reason=said[:300])
+            raise ToolError(said) from None
         finally:
             record["duration_ms"] = round((time.monotonic() - started) * 1000, 1)
             with contextlib.suppress(OSError):
@@ -79,7 +80,8 @@ def build() -> Any:
         """Write a new entry MemoryVault/<group>/<kind>/<slug>.md (markdown body; a `# Title` line first).
 
         kind: preference, workflow, fix, domain, decision, … ; slug: lowercase-with-dashes. Refused when
-        the entry exists (use `evolve`), or when the text holds a secret.
+        the entry exists (use `evolve`), or when the text holds a secret. With always_load, or a text
+        that reads like a risky standing instruction, the entry waits in the user's review instead.
         """
         return call("save", lambda: tools.save(tools.open_memory(), kind, slug, body, tags=tags or (), group=group,
                                                always_load=always_load, private=private, replace=replace))  # fmt: skip
@@ -96,7 +98,7 @@ def build() -> Any:
 
     @server.tool(annotations=reading)
     def show(path: str) -> str:
-        """One entry in full (vault-relative path, e.g. from `recall` or `list`)."""
+        """One note in full (vault-relative path, e.g. from `recall` or `list`); private notes are refused."""
         return call("show", lambda: tools.show(tools.open_memory(), path))
 
     @server.tool(annotations=reading)

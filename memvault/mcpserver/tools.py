@@ -60,7 +60,7 @@ def open_memory() -> Vault:
 
 def recall(vault: Vault, query: str, k: int | None = None, group: str | None = None) -> tuple[str, list[str]]:
     """The notes that match `query`, best first, as lines for the model; and their paths (for the log)."""
-    query = bounded_query(_clean(_text(query, "query")))  # cut as the prompt hook cuts a prompt
+    query = privacy.strip_private(bounded_query(_clean(_text(query, "query"))))  # cut as the hook cuts a prompt
     if not query.strip():
         raise Refused("give a query: what the notes should be about", code="usage")
     if k is not None and (isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= K_MAX):
@@ -152,6 +152,11 @@ def readable(vault: Vault, path: str) -> NoteFile:
     if nf.note.error and vault.in_memory(rel):  # recall never returns it: superseded or private cannot be told
         raise Refused(f"{rel}: its frontmatter is not valid YAML, so it is not given to an agent", code="private")
     return nf
+
+
+def refusal(exc: MemvaultError) -> str:
+    """A refusal as the agent (and the hook log) is told it: `<private>` spans and secrets out of what it echoes."""
+    return redact(privacy.strip_private(str(exc)))
 
 
 def redact(text: str) -> str:
