@@ -241,6 +241,23 @@ def test_undo_after_a_killed_import_takes_back_that_import_not_the_one_before(va
     assert not (vault_dir / P / "note/killed.md").exists()
 
 
+@pytest.mark.slow
+def test_an_undo_killed_after_its_journal_is_finished_and_the_next_undo_takes_the_import_before(
+    vault_dir: Path, tmp_path: Path
+) -> None:
+    first, second = tmp_path / "first", tmp_path / "second"
+    write(first, "a.md", "First import.\n")
+    write(second, "b.md", "Second import.\n")
+    vault = open_vault(vault_dir)
+    importer.apply(vault, importer.plan(vault, first))
+    importer.apply(vault, importer.plan(vault, second))
+    killed_at(vault_dir, tmp_path, "journal written", "--undo", "--yes")
+    assert [m["folder"] for m in importer.manifests(vault)] == [paths.shown(first), paths.shown(second)]
+    preview = importer.undo_preview(vault)  # finishes the killed undo first
+    assert preview.paths == (P + "note/a.md",) and not (vault_dir / P / "note/b.md").exists()
+    assert [m["folder"] for m in importer.manifests(vault)] == [paths.shown(first)]
+
+
 def test_undo_refuses_when_notes_of_a_later_import_have_no_manifest(vault: Vault, tmp_path: Path) -> None:
     first, second = tmp_path / "first", tmp_path / "second"
     write(first, "a.md", "First import.\n")

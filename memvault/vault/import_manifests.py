@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from memvault import fault, paths
-from memvault.errors import MemvaultError
+from memvault.errors import MemvaultError, SafetyError
 from memvault.store import changelog, disk, journal, notes, safety
 from memvault.store.changelog import Record
 
@@ -166,12 +166,13 @@ def undo_import(vault: Vault, import_id: str | None = None, *, expect: Collectio
     reason = f"import {plan.id} of {plan.folder} taken back"
     try:
         result = vault.transact("import-undo", next(iter(plan.removing)), ops, reason=reason, log=log)
-    except BaseException:
-        if chosen:
-            disk.remove(chosen[0].file.with_suffix(UNDOING))  # nothing was removed
-        raise
+    except SafetyError:
+        if chosen:  # refused, or put back as it was: nothing was removed
+            disk.remove(chosen[0].file.with_suffix(UNDOING))
+        raise  # any other failure leaves the marker: the next settle sees whether the undo's journal was replayed
     done = chosen[0]
-    os.replace(done.file, done.file.with_suffix(UNDONE))
+    with contextlib.suppress(FileNotFoundError):  # a settle since the lock was released may have done it
+        os.replace(done.file, done.file.with_suffix(UNDONE))
     disk.remove(done.file.with_suffix(UNDOING))
     fault.checkpoint("import undo done")
     removed = tuple(p for p in result.paths if p in done.removing)

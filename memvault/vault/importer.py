@@ -332,10 +332,10 @@ def apply(vault: Vault, planned: Plan, *, skip_refused: bool = False) -> Outcome
     try:
         result = vault.transact("import", first, ops, reason=f"{count} notes from {planned.folder}",
                                 log=[Record(changelog.IMPORTED, first, detail)])  # fmt: skip
-    except BaseException:
-        if pending:
-            import_manifests.drop(pending[0])  # refused before or while writing: nothing of it stays
-        raise
+    except SafetyError:
+        if pending:  # refused, or put back as it was: nothing of it stays
+            import_manifests.drop(pending[0])
+        raise  # any other failure leaves the pending manifest: the next settle sees whether the journal was replayed
     import_manifests.confirm(pending[0])
     written = tuple(n.path for n in planned.notes)
     return Outcome(import_id, written, commit=result.commit, warning=result.warning, folder=planned.folder)
