@@ -236,8 +236,10 @@ def write_vault_root(vault_root: Path, path: Path | None = None) -> Path:
     text = notes.with_meta(notes.Note(body="", meta=data, frontmatter=raw), {"vault": section}).frontmatter or ""
     from memvault.store import disk  # file locking and atomic writes: not needed to read the config (hooks do that)
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    disk.atomic_write(path, text.encode("utf-8"))
+    created = not path.exists()
+    if not path.parent.exists():
+        paths.ensure_private_dir(path.parent)  # a folder made here is user-only (an existing one is left as it is)
+    disk.atomic_write(path, text.encode("utf-8"), private=created)  # a new file is user-only; an old one keeps its mode
     return path
 
 

@@ -217,7 +217,7 @@ def _lock_free() -> bool:
     import filelock
 
     try:
-        lock = filelock.FileLock(str(lock_file()), timeout=0)
+        lock = filelock.FileLock(str(lock_file()), timeout=0, mode=0o600)
         lock.acquire(timeout=0)
     except (filelock.Timeout, OSError, MemvaultError):
         return False

@@ -198,13 +198,7 @@ class Server:
         info.update(token=self.token, model=self.embedder.name, dim=self.embedder.dim, started_at=_now())
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.info_file)
-        old_umask = os.umask(0o077)
-        try:
-            atomic_write(self.info_file, json.dumps(info, indent=1).encode("utf-8"))
-        finally:
-            os.umask(old_umask)
-        if os.name == "posix":
-            os.chmod(self.info_file, 0o600)
+        atomic_write(self.info_file, json.dumps(info, indent=1).encode("utf-8"), private=True)  # 0600 from birth
         return info
 
     # --- the loop -------------------------------------------------------------------------------
@@ -360,7 +354,7 @@ class Server:
         from memvault.index import core as ix
         from memvault.index import sync
 
-        lock = filelock.FileLock(lock_file)
+        lock = filelock.FileLock(lock_file, mode=0o600)  # the reindex's lock: user-only if this creates it
         try:
             lock.acquire(timeout=0)
         except (filelock.Timeout, OSError):  # a reindex of that vault runs: it embeds the pending notes

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from memvault import paths
+from memvault import paths, userfiles
 from memvault.config import Config
 from memvault.errors import MemvaultError
 from memvault.index import core as ix
@@ -153,7 +153,7 @@ def reindex(
     started = time.monotonic()
     owner = state / REINDEX_OWNER
     with contextlib.suppress(OSError):
-        owner.write_text(json.dumps({"pid": os.getpid(), "since": time.time()}), encoding="utf-8")
+        userfiles.replace(owner, json.dumps({"pid": os.getpid(), "since": time.time()}))  # user-only (0600) from birth
     try:
         index, warning = open_index(root, config)
         try:
