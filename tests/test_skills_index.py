@@ -409,3 +409,30 @@ def test_a_skill_file_can_never_make_a_standing_instruction(vault: Vault, claude
     vault.reindex()
     loaded = inject.always_load_paths(vault.root, vault.folder, indexing.index_file(vault.root, vault.config))
     assert not [p for p in loaded if p.startswith(S)]
+
+
+def test_a_skill_symlinked_to_a_fifo_or_a_home_secret_is_not_opened_to_check_whether_it_is_ours(
+    vault: Vault, claude: Path, project: Path, home_secrets: dict[str, Path]
+) -> None:
+    """The check for memvault's own skill read SKILL.md before the confined read: a link to a FIFO hung the
+    session-start job (a link to /dev/zero filled the memory), a link to ~/.ssh/id_rsa was read whole."""
+    import os
+    import threading
+
+    fifo = home_secrets["netrc"].parent / "pipe"
+    os.mkfifo(fifo)
+    link = project / ".claude" / "skills" / "pipe" / "SKILL.md"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(fifo)
+    done: list[skills_index.Report] = []
+    worker = threading.Thread(
+        target=lambda: done.append(skills_index.index_skills(vault, project=project)), daemon=True
+    )
+    worker.start()
+    worker.join(10)
+    blocked = worker.is_alive()
+    if blocked:  # let the blocked reader go before failing
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        worker.join(5)
+    assert not blocked and done, "index_skills blocked on a SKILL.md that links to a FIFO"
+    assert any("leads out" in e["error"] for e in done[0].errors if e["path"] == str(link)), done[0].errors

@@ -79,6 +79,7 @@ class Skill:
     command: str
     digest: str
     excerpt: str
+    ours: bool = False  # memvault's own skill (its frontmatter `metadata` carries our marker)
 
 
 @dataclass
@@ -193,6 +194,7 @@ def parse_skill(location: Location, text: str, digest: str) -> Skill:
         command=command,
         digest=f"sha256:{digest}",
         excerpt=excerpt(body),
+        ours=isinstance(meta.get("metadata"), dict) and meta["metadata"].get("managed-by") == skillfile.MARKER,
     )
 
 
@@ -286,14 +288,15 @@ def index_skills(
     existing, taken, manual = _scan(vault)
     present: set[str] = set()
     for location in locate(claude, project):
-        if skillfile.is_our_skill(location.path):  # memvault's own skill: Claude Code lists it already
-            continue
-        present.add(location.skill_id)
         try:
-            skill = read_skill(location)
+            skill = read_skill(location)  # the confined read, before anything else opens the file
         except MemvaultError as exc:
+            present.add(location.skill_id)
             report.errors.append({"path": str(location.path), "error": exc.args[0]})
             continue
+        if skill.ours:  # memvault's own skill: Claude Code lists it already
+            continue
+        present.add(location.skill_id)
         try:
             _one(vault, skill, existing.get(location.skill_id), taken, manual, report)
         except MemvaultError as exc:  # refused by the vault (too large, a conflict…): this skill only
