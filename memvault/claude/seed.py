@@ -130,9 +130,9 @@ def sources(
     seen: set[str] = set()
     refused: set[tuple[str, str]] = set()
 
-    def skip(path: Path, root: Path, why: str) -> None:
-        if (os.path.realpath(path), str(root)) not in refused:
-            refused.add((os.path.realpath(path), str(root)))
+    def skip(path: Path, root: Path, why: str) -> None:  # each path once, as the file that names it wrote it
+        if (label(path), str(root)) not in refused:
+            refused.add((label(path), str(root)))
             errors.append({"path": label(path), "error": why})
 
     def visit(path: Path, root: Path, where: str, depth: int, required: bool) -> None:
