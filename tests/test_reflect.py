@@ -456,3 +456,16 @@ def test_a_temp_file_left_by_a_killed_reflection_is_swept_on_the_next_run(vault:
     after = set(state.rglob("*"))
     assert not [p for p in after if p.name.endswith(disk.TEMP_SUFFIX)], sorted(after)
     assert before <= after and kept.read_text() == "keep me"
+
+
+def test_a_pin_and_an_ssn_said_in_a_session_are_saved_nowhere(vault: Vault, tmp_path: Path) -> None:
+    """Issue 27: "Remember my bank PIN is 4921 and my SSN is 123-45-6789" was saved HIGH by reflection."""
+    before = snapshot(vault.root)
+    said = ("user", "Remember my bank PIN is 4921 and my SSN is 123-45-6789")
+    path = write_transcript(tmp_path / "s1.jsonl", "sess-1", [ASK, PIP, said, OK, UV, OK])
+    report = runner.reflect_transcript(vault, path)
+    assert report.written  # the pass did write (the branch rule), so the check below is not vacuous
+    changed = [b for p, b in snapshot(vault.root).items() if before.get(p) != b]
+    state = [p.read_bytes() for p in vault.state_dir.rglob("*") if p.is_file()]
+    for value in (b"4921", b"123-45-6789", b"6789"):
+        assert not [b for b in changed + state if value in b], value

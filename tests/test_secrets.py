@@ -94,6 +94,23 @@ DETECT = [
     ("auth_header", "Authorization: Bearer " + MIX, MIX),
     ("api_token", "vault token " + "hvs." + MIX, "hvs." + MIX),
     ("recovery_codes", "github recovery codes:\n" + "qvpn5-00j8r\n17i5b-c5zv5\n", "qvpn5-00j8r\n17i5b-c5zv5\n"),
+    # personal data said in prose (issue 27); the numbers are made up, with valid check digits
+    ("pin", "my debit card PIN: 0417 at the usual bank", "0417"),
+    ("pin", "the garage door pin code is 55190", "55190"),
+    ("pin", "phone unlock passcode is 271828", "271828"),
+    ("national_id", "her SSN: 536-22-8870", "536-22-8870"),
+    ("national_id", "social security no. 401 38 2265 for the form", "401 38 2265"),
+    ("national_id", "my national insurance number is JG 10 37 52 A", "JG 10 37 52 A"),
+    ("national_id", "My SIN is 139 561 153", "139 561 153"),
+    ("passport_number", "my passport no is C03005988, expires 2031", "C03005988"),
+    ("iban", "pay the rent to IBAN DE20 4770 0160 0754 0389 92", "DE20 4770 0160 0754 0389 92"),
+    ("payment_card", "my card number is 4539 2373 0163 1479", "4539 2373 0163 1479"),
+    ("payment_card", "Amex 3710 099351 96701", "3710 099351 96701"),
+    ("payment_card", "card: 5425450017528749 for the shop", "5425450017528749"),
+    ("card_security_code", "the CVV is 417", "417"),
+    ("password_assignment", "my password is sunshine", "sunshine"),
+    ("password_assignment", "the wifi password: correct horse battery staple", "correct horse battery staple"),
+    ("password_assignment", "The wifi password is 'blue otter mango'", "blue otter mango"),
 ]
 
 
@@ -237,6 +254,23 @@ BENIGN = [
     "-----BEGIN PRIVATE KEY-----\n...\n-----END PRIVATE KEY-----",
     "Password reset links expire; the new password: something memorable.",
     """f.write('password = "' + new_pw + '"')""",
+    # look-alikes of personal data
+    "pin the version to 4.9.21 in requirements.txt",
+    "the PIN entry screen shows 4 dots; reset the PIN after 3 failed attempts",
+    "set GPIO pin 17 high; pin 13 drives the LED",
+    "see PR 4921, line 123 of parser.py, port 8080",
+    "call support at 555-123-4567 or +44 20 7946 0958",
+    "ISBN 978-0-306-40615-7, order 112-4839201-5583921, id 123e4567-e89b-12d3-a456-426614174000",
+    "use the Stripe test card 4242 4242 4242 4242",
+    "a card number 4539 2373 0163 1478 with a wrong check digit",
+    "DE21 4770 0160 0754 0389 92 fails the IBAN check",
+    "SSN fields are masked as ***-**-1234; 000-12-3456 is never issued",
+    "the password is stored in 1Password; my password is in the keychain",
+    "the password is incorrect, try again",
+    "the password is hashed with argon2id and rotated every 90 days",
+    "compute sin 30 = 0.5; error code 4921 from the bank API",
+    "the pin count is 1024; test: pin regression test for #8074",
+    'badpw = "notarealpassword"',
 ]
 
 
@@ -244,6 +278,14 @@ BENIGN = [
 def test_benign_text_has_no_findings(text):
     assert scan(text) == []
     assert redact(text) == (text, [])
+
+
+def test_the_pin_and_ssn_said_in_one_sentence_are_both_redacted():
+    """Issue 27: "Remember my bank PIN is 4921 and my SSN is 123-45-6789" was saved whole."""
+    text = "Remember my bank PIN is 4921 and my SSN is 123-45-6789"
+    redacted, findings = redact(text)
+    assert [f.kind for f in findings] == ["pin", "national_id"]
+    assert redacted == "Remember my bank PIN is [REDACTED:pin] and my SSN is [REDACTED:national_id]"
 
 
 # ---- the labelled corpus (tests/data/secret_corpus.json): tuned on "dev", "heldout" only reported -------------
