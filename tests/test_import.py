@@ -334,6 +334,23 @@ def test_names_save_refuses_are_refused_by_import_too(vault: Vault, tmp_path: Pa
     assert (vault.root / P / "note/Note.md").read_text().endswith("Text of 'Note.md'.\n")
 
 
+def test_trailing_dots_and_spaces_and_memvaults_own_folder_names_are_refused(vault: Vault, tmp_path: Path) -> None:
+    # Windows drops a trailing dot or space (two names become one); `_inbox/`, `_review/` or `_archive/` would
+    # turn imported notes into pending captures or archived ones. `_always-load/` is kept, and screened.
+    src = tmp_path / "notes"
+    for name in ("dots./a.md", "space /b.md", "_inbox/c.md", "x/_review/d.md", "_archive/e.md", "_always-load/f.md"):
+        write(src, name, f"Text of {name!r}.\n")
+    plan = importer.plan(vault, src)
+    refused = {r["path"]: r for r in plan.refused}
+    assert set(refused) == {"dots./a.md", "space /b.md", "_inbox/c.md", "x/_review/d.md", "_archive/e.md"}
+    assert all(r["code"] == "invalid_name" for r in refused.values())
+    assert "end with a space or a dot" in refused["dots./a.md"]["reason"]
+    assert "memvault's own folders" in refused["_inbox/c.md"]["reason"]
+    assert [n.source for n in plan.notes] == ["_always-load/f.md"]
+    with pytest.raises(MemvaultError, match="space or a dot"):
+        vault.save("fix", "trailing.", "# T\n\nText.\n")
+
+
 def test_a_name_differing_only_in_case_from_a_vault_note_is_refused(vault: Vault, tmp_path: Path) -> None:
     write(vault.root, P + "note/readme.md", "The vault's own.\n")
     write(tmp_path / "notes", "README.md", "Imported.\n")

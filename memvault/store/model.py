@@ -130,10 +130,12 @@ def name_problem(value: str, what: str) -> str | None:
         return "it is one file or folder name, not a path"
     if value.strip().startswith("."):
         return "it may not start with '.'"
-    if what in ("kind", "group") and value.strip().startswith("_"):
+    if what in ("kind", "group", "folder") and value.strip().startswith("_"):
         return "names starting with '_' are memvault's own folders (_archive, _inbox, _review, …)"
     if any(ord(c) < 32 for c in value):
         return "it may not contain control characters"
+    if value != value.rstrip(" ."):
+        return "it may not end with a space or a dot (Windows drops them)"
     if value.strip().lower().split(".")[0] in WINDOWS_RESERVED:
         return f"Windows reserves the name {value.strip().split('.')[0].upper()}"
     if any(c in '<>:"|?*' for c in value):

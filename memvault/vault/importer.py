@@ -120,7 +120,11 @@ def plan(
             continue
         sub, note_kind = _mapped(inner, kinds)
         new = f"{vault.folder}/{group_s}/{note_kind}/{sub}"
-        problem = next(filter(None, (model.name_problem(part, "slug") for part in sub.split("/"))), None)
+        *folders, name = sub.split("/")
+        # A folder named like memvault's own (`_inbox`, `_review`, `_archive`) would make its notes pending
+        # captures or archived ones; `_always-load/` is kept and screened (`_standing`).
+        named = [(part, "folder") for part in folders if part != ALWAYS_LOAD] + [(name, "slug")]
+        problem = next(filter(None, (model.name_problem(part, what) for part, what in named)), None)
         twin = folded.get(new.casefold())
         if problem:
             reason = f"{problem}: memvault writes no such name ({model.NAME_RULE}); rename it and import again"
