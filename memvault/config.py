@@ -114,7 +114,8 @@ class ReflectionSettings:
     miner: str = _opt("auto", choices=("auto", "claude", "offline"))
     claude_command: str = "claude"  # the Claude Code executable (a name on PATH or a path)
     claude_model: str = "haiku"  # the model the miner's child session uses (--model): small and cheap
-    claude_timeout_s: int = _opt(180, low=10, high=3600)  # one call; a late answer falls back to offline
+    claude_timeout_s: int = _opt(30, low=10, high=3600)  # one call; a late answer falls back to offline
+    claude_pass_s: int = _opt(60, low=10, high=3600)  # all of one session's calls; past it the session is mined offline
     claude_calls_per_day: int = _opt(20, low=0, high=10_000)  # per machine; 0 = never call Claude
     claude_window_chars: int = _opt(60_000, low=5_000, high=400_000)  # transcript text per call
     idle_minutes: int = _opt(30, low=1)

@@ -162,6 +162,11 @@ def _miner(vault: Vault, warnings: list[str]) -> dict[str, Any]:
         out.update(last=last[0], last_why=last[1])
     if settings.miner == "claude" and name != "claude":
         warnings.append(f"reflection.miner is claude, but the offline miner runs: {why}")
+    fell = miner.last_fallback()  # the most recent one, unless the Claude miner has mined since
+    if fell and settings.miner != "offline":
+        when = dt.datetime.fromtimestamp(fell[0]).astimezone().isoformat(timespec="seconds")
+        out["last_fallback"] = {"time": when, "reason": fell[1]}
+        warnings.append(f"reflection fell back to offline rules at {when}: {fell[1]}")
     return out
 
 

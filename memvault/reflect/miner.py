@@ -5,10 +5,15 @@
   otherwise the offline miner; `claude` and `offline` force one (a forced `claude` that cannot run
   still falls back to offline, and says so).
 - The Claude miner cuts the transcript into overlapping windows, makes one call per window, and
-  merges the windows' candidates (the same key, or the same statement line, once). Calls are
-  counted per machine and day; a session that would go over `reflection.claude_calls_per_day` is
-  mined offline instead. Any failure of a call (missing, late, malformed answer) falls back to the
-  offline miner for the whole session.
+  merges the windows' candidates (the same key, or the same statement line, once). Calls the model
+  answered are counted per machine and day (a call that reached no model costs nothing and is not);
+  a session that would go over `reflection.claude_calls_per_day` is mined offline instead. Any
+  failure of a call (missing, unreachable API, late, malformed answer) falls back to the offline
+  miner for the whole session. The pass never blocks: each call is killed after
+  `reflection.claude_timeout_s`, and all of a session's calls (the `--version` probe included) end
+  within `reflection.claude_pass_s`.
+- A fallback, when Claude was chosen but the offline miner ran, is said in the pass's reason (the
+  hook log's `miner_reason`) and remembered with its time (`last_fallback`, for `memvault health`).
 - The offline miner is deterministic: `mine_prefs` (the user's lasting instructions and corrections,
   sentence by sentence), `mine_fixes` (error → change → confirmation episodes), `mine_workflows`,
   `mine_ideas`.
@@ -61,9 +66,12 @@ __all__ = [
     "Window",
     "calls_today",
     "choose",
+    "last_fallback",
     "make_key",
     "mine",
     "mine_llm",
+    "record_fallback",
+    "record_success",
     "run",
     "sentences",
     "windows",
@@ -71,6 +79,7 @@ __all__ = [
 
 PROBE_TIMEOUT_S = 15.0  # `claude --version` must answer within this
 PROBE_KEEP_S = 6 * 3600  # a successful probe of the same executable is trusted this long
+MIN_CALL_S = 2.0  # a call is not started with less of the pass's time left than this
 _RANK = {"high": 3, "medium": 2, "low": 1}
 
 
@@ -100,20 +109,41 @@ def windows(turns: Sequence[Turn], settings: Any = None) -> list[Window]:
 
 
 def mine_llm(
-    turns: Sequence[Turn], settings: Any, *, project: str | None = None, run: MinerRun | None = None
+    turns: Sequence[Turn],
+    settings: Any,
+    *,
+    project: str | None = None,
+    run: MinerRun | None = None,
+    deadline: float | None = None,
 ) -> list[Candidate]:
-    """Mine with headless Claude Code, one call per window, and merge the windows' candidates. Raises MinerError."""
+    """Mine with headless Claude Code, one call per window, and merge the windows' candidates. Raises MinerError.
+
+    `deadline` (time.monotonic()) ends the pass: no call runs past it (default: `claude_pass_s` from now).
+    Only calls the model answered are counted against the daily cap.
+    """
     clean = [replace(t, text=strip_private(t.text)) for t in turns]
     cut = claude.windows(clean, settings.claude_window_chars)
     run = run or MinerRun("claude", "")
     run.windows = len(cut)
     found: list[Candidate] = []
     cwd = paths.ensure_private_dir(paths.state_dir() / "claude-miner")
+    pass_s = float(settings.claude_pass_s)
+    deadline = time.monotonic() + pass_s if deadline is None else deadline
     for window in cut:
+        left = deadline - time.monotonic()
+        if left < MIN_CALL_S:
+            raise MinerError(f"the pass ran out of its {pass_s:g} s (reflection.claude_pass_s) "
+                             f"before part {window.number} of {window.of}")  # fmt: skip
+        try:
+            call = claude.ask(window, clean, executable=settings.claude_command, model=settings.claude_model,
+                              timeout=min(float(settings.claude_timeout_s), left), cwd=str(cwd))  # fmt: skip
+        except MinerError as exc:
+            if exc.answered:
+                count_call()
+                run.calls += 1
+            raise
         count_call()
         run.calls += 1
-        call = claude.ask(window, clean, executable=settings.claude_command, model=settings.claude_model,
-                          timeout=float(settings.claude_timeout_s), cwd=str(cwd))  # fmt: skip
         found += call.candidates
         run.notes += call.dropped
         if call.cost_usd is not None:
@@ -129,6 +159,7 @@ def run(
         from memvault.config import ReflectionSettings
 
         settings = ReflectionSettings(miner="offline")
+    deadline = time.monotonic() + float(getattr(settings, "claude_pass_s", 60))  # the probe's time counts too
     name, reason = choose(settings, probe=probe)
     if name == "claude":
         cut = windows(turns, settings)
@@ -136,14 +167,18 @@ def run(
         if used + len(cut) > cap:
             reason = (f"the daily cap of {cap} Claude calls (reflection.claude_calls_per_day) would be passed: "
                       f"{used} made today, this session needs {len(cut)}")  # fmt: skip
+            record_fallback(reason)
         else:
             attempt = MinerRun("claude", reason)
             try:
-                return mine_llm(turns, settings, project=project, run=attempt), attempt
+                found = mine_llm(turns, settings, project=project, run=attempt, deadline=deadline)
             except MinerError as exc:
                 reason = f"the Claude miner failed ({exc}); the offline miner ran instead"
+                record_fallback(f"the Claude miner failed ({exc})")
                 return mine(turns, project=project), MinerRun("offline", reason, attempt.windows, attempt.calls,
                                                                attempt.cost_usd)  # fmt: skip
+            record_success()
+            return found, attempt
     return mine(turns, project=project), MinerRun("offline", reason)
 
 
@@ -209,13 +244,43 @@ def calls_today() -> int:
 
 
 def count_call() -> None:
-    """Count one Claude miner call against today's cap (before it is made: a failed call costs too)."""
+    """Count one Claude miner call against today's cap (one the model answered: a call that reached none is free)."""
     file = _ledger_file()
     data = read_json(file)
     data = data if isinstance(data, dict) else {}
     today = time.strftime("%Y-%m-%d")
     calls = int(data["calls"]) if data.get("day") == today and isinstance(data.get("calls"), int) else 0
     data.update(day=today, calls=calls + 1)
+    write_json(file, data)
+
+
+def record_fallback(reason: str) -> None:
+    """Remember that Claude was to mine but the offline miner ran, when and why (`memvault health` says it)."""
+    _update_ledger("fallback", {"time": time.time(), "reason": reason})
+
+
+def record_success() -> None:
+    """Remember when the Claude miner last mined a session (a fallback before it is history)."""
+    _update_ledger("answered", time.time())
+
+
+def last_fallback() -> tuple[float, str] | None:
+    """(epoch seconds, why) of the most recent fallback on this machine, unless the Claude miner has mined since."""
+    data = read_json(_ledger_file())
+    data = data if isinstance(data, dict) else {}
+    fell, answered = data.get("fallback"), data.get("answered")
+    if not isinstance(fell, dict) or not isinstance(fell.get("time"), (int, float)):
+        return None
+    if isinstance(answered, (int, float)) and answered >= fell["time"]:
+        return None
+    return float(fell["time"]), str(fell.get("reason") or "")
+
+
+def _update_ledger(key: str, value: Any) -> None:
+    file = _ledger_file()
+    data = read_json(file)
+    data = data if isinstance(data, dict) else {}
+    data[key] = value
     write_json(file, data)
 
 

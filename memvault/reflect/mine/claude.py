@@ -4,7 +4,10 @@ The child session is a plain language-model call, nothing more: no tools (`--too
 (`disableAllHooks`, and MEMVAULT_ENABLED=0 for memvault's own), no MCP servers, no slash commands or
 skills, nothing saved to a transcript (`--no-session-persistence`, so it is never reflected itself),
 one turn, the model the config names, run from an empty folder (no project CLAUDE.md), killed with
-its process group when it does not answer in time. What it is sent: the instructions below as the
+its process group when it does not answer in time. It gives up fast when the API cannot be reached:
+one retry (`CLAUDE_CODE_MAX_RETRIES`, not the client's patient backoff of about three minutes) and
+FIRST_BYTE_S for the API to start answering (`API_TIMEOUT_MS`), set in the `--settings` it is given
+(flag settings win over the user's own `env`) and in its environment. What it is sent: the instructions below as the
 system prompt, and one window of the transcript on standard input (`command` and `window_input`;
 `memvault reflect --dry-run --show-prompt` prints both).
 
@@ -33,8 +36,21 @@ USER_CHARS, ASSISTANT_CHARS, TOOL_CHARS = 4000, 1500, 300  # what one turn may t
 OVERLAP_SHARE = 8  # a window repeats the last 1/8 of the one before, so a statement on the edge is seen whole
 
 
+RETRIES = 1  # the client's retries of a failed request (a refused connection, a 5xx): one quick one
+FIRST_BYTE_S = 10  # how long the client waits for the API to start answering a request (the stream then flows)
+CHILD_ENV = {"CLAUDE_CODE_MAX_RETRIES": str(RETRIES), "API_TIMEOUT_MS": str(FIRST_BYTE_S * 1000)}
+_PATIENT = ("CLAUDE_CODE_RETRY_WATCHDOG",)  # the client's keep-retrying mode (and its settings) is never inherited
+
+
 class MinerError(Exception):
-    """The Claude miner failed (missing, timed out, exited non-zero, over its cap, or answered something invalid)."""
+    """The Claude miner failed (missing, timed out, exited non-zero, over its cap, or answered something invalid).
+
+    `answered`: the model did answer (and so the call cost something); False when no answer came back.
+    """
+
+    def __init__(self, message: str, *, answered: bool = False) -> None:
+        super().__init__(message)
+        self.answered = answered
 
 
 _SCHEMA = """{"candidates": [{"category": "preference" | "fix" | "workflow" | "idea",
@@ -147,7 +163,7 @@ def command(executable: str, model: str) -> list[str]:
         "--model", model,
         "--tools", "",
         "--system-prompt", PROMPT,
-        "--settings", json.dumps({"disableAllHooks": True}),
+        "--settings", json.dumps({"disableAllHooks": True, "env": CHILD_ENV}),
         "--strict-mcp-config",
         "--disable-slash-commands",
         "--no-session-persistence",
@@ -156,12 +172,14 @@ def command(executable: str, model: str) -> list[str]:
 
 
 def child_env(base: dict[str, str] | None = None) -> dict[str, str]:
-    """The child's environment: memvault's hooks off in it, and not marked as running inside a Claude Code session."""
+    """The child's environment: memvault's hooks off, not marked as inside a Claude Code session, quick to give up."""
     env = dict(os.environ if base is None else base)
     env["MEMVAULT_ENABLED"] = "0"
     for name in ("CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SESSION_ID"):
         env.pop(name, None)
-    return env
+    for name in [n for n in env if n.startswith(_PATIENT)]:
+        del env[name]
+    return {**env, **CHILD_ENV}
 
 
 @dataclass
@@ -174,7 +192,7 @@ class Call:
 
 
 def ask(window: Window, turns: Sequence[Turn], *, executable: str, model: str, timeout: float, cwd: str) -> Call:
-    """Run one call for `window`; validate its answer. Any failure raises MinerError."""
+    """Run one call for `window`, killed after `timeout` seconds; validate its answer. Failures raise MinerError."""
     argv = command(executable, model)
     windows_os = sys.platform == "win32"
     try:
@@ -194,12 +212,25 @@ def ask(window: Window, turns: Sequence[Turn], *, executable: str, model: str, t
         raise MinerError(f"{executable} did not answer within {timeout:g} s") from exc
     if proc.returncode != 0:
         try:
-            said = json.loads(stdout).get("result")  # `-p --output-format json` still reports what went wrong
-        except (ValueError, AttributeError):
-            said = None
+            envelope = json.loads(stdout)  # `-p --output-format json` still reports what went wrong
+        except ValueError:
+            envelope = None
+        envelope = envelope if isinstance(envelope, dict) else {}
+        said = envelope.get("result")
         said = said if isinstance(said, str) and said else (stderr or stdout)
-        raise MinerError(f"{executable} exited with {proc.returncode}: {clip(said, 200)}")
-    return parse(stdout, window, turns)
+        raise MinerError(f"{executable} exited with {proc.returncode}: {clip(said, 200)}", answered=_spent(envelope))
+    try:
+        return parse(stdout, window, turns)
+    except MinerError as exc:
+        exc.answered = True  # the client exited 0: the model answered, if not as asked
+        raise
+
+
+def _spent(envelope: dict[str, object]) -> bool:
+    """Whether a failed call's report says the model produced something (and so it cost)."""
+    cost, usage = envelope.get("total_cost_usd"), envelope.get("usage")
+    output = usage.get("output_tokens") if isinstance(usage, dict) else None
+    return any(isinstance(n, (int, float)) and n > 0 for n in (cost, output))
 
 
 def _kill(proc: subprocess.Popen[str]) -> None:
