@@ -1,6 +1,10 @@
-"""Benchmark reflection on real Claude Code transcripts: reader coverage, miner quality, end-to-end speed.
+"""Benchmark reflection on real transcripts of every host: reader coverage, miner quality, end-to-end speed.
 
     python scripts/bench_reflect.py [--data DIR] [--labels FILE] [--miner offline|claude] [--verbose] [--json]
+    python scripts/bench_reflect.py --corpus DIR [--report-test] [--verbose] [--json]
+
+Over 400 lines: two benchmarks that share their reading and mining, the labelled Claude Code
+transcripts of ../shared/data and the hand-labelled corpus of all three hosts.
 
 DIR holds the transcripts the labels name, megabytes of real sessions not carried in the repository:
 --data DIR, else $MEMVAULT_BENCH_DATA/claude-code-transcripts (the sources are listed in
@@ -19,6 +23,16 @@ tests/data/README.md). Without it the benchmark prints one `skipped:` line and e
    interactive sessions, then over every transcript, into a fresh copy of examples/vault
    (MEMVAULT_HOME in a temp dir): wall time, entries written, and second runs that must add nothing.
 
+4. Corpus mode (`--corpus DIR`, DIR = what `scripts/reflect_corpus.py export` wrote, else
+   $MEMVAULT_BENCH_DATA/reflect-corpus; one `skipped:` line without it): every session of the
+   hand-labelled corpus (scripts/data/reflect_corpus/*.json) read by memvault's own reader for its
+   host (memvault.reflect.readers) and mined by the offline miner; per split (by source repository,
+   scripts/reflect_corpus.py) and per host: MUST and NICE recall, note precision, HIGH precision,
+   negatives saved, time per session and per MB (matching: reflect_score.score_corpus). A host whose
+   files the reader cannot read (it raises, or gives no user turn) is reported as `unreadable: N`.
+   The test split is read, mined and printed only with --report-test: it is for reporting, never
+   for tuning.
+
 `--miner claude` mines with headless Claude Code instead (the user's own `claude`, one call per
 window of each transcript: it costs tokens); `--windows` only prints how many windows and
 characters each transcript would send, without calling anything.
@@ -36,6 +50,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -44,14 +59,16 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "scripts"))
 
 import bench_data  # noqa: E402
-from reflect_score import CATEGORIES, ROUTES, score  # noqa: E402
+import reflect_corpus  # noqa: E402
+from reflect_score import CATEGORIES, ROUTES, score, score_corpus  # noqa: E402
 
-from memvault.reflect import miner, transcript  # noqa: E402
+from memvault.reflect import miner, readers, transcript  # noqa: E402
 
 LABELS = REPO / "scripts" / "data" / "reflect_labels.json"
 EXAMPLE_VAULT = REPO / "examples" / "vault"
 SEVEN = ("tonyandrewmeyer-charming-with-claude", "M-Thisness-M-Claude")  # the real interactive sessions' folders
 TARGET_SECONDS = 5.0  # reflecting the seven sessions, offline
+CORPUS_DATA = "reflect-corpus"  # under $MEMVAULT_BENCH_DATA: the corpus export
 
 
 def files(data: Path) -> list[Path]:
@@ -325,6 +342,141 @@ def windows_report(data: Path) -> None:
     print(f"total: {total_windows} windows (one Claude call each), {total_chars:,} characters")
 
 
+def read_session(path: Path, host: str) -> tuple[list[transcript.Turn] | None, int, str]:
+    """The session's turns through memvault's reader for its file, every bounded read mined like the product does
+    (see `mine_session`), in the corpus's line numbers; None and why when the reader cannot read it.
+
+    Gemini corpus lines are 0-based indexes into the chat file's "messages"; a turn is placed there by
+    its message id (Turn.uuid). The int is how many turns could not be placed.
+    """
+    turns: list[transcript.Turn] = []
+    cursor = transcript.Cursor()
+    try:
+        for _ in range(10_000):
+            read = readers.read(path, cursor, tools=True)
+            turns += read.turns
+            if not read.more or read.cursor == cursor:
+                break
+            cursor = read.cursor
+    except Exception as exc:  # a reader that raises is a result: "unreadable"
+        return None, 0, f"{type(exc).__name__}: {exc}"
+    if not any(t.role == "user" for t in turns):
+        return None, 0, "no user turn read"
+    if host != "gemini":
+        return turns, 0, ""
+    index = _gemini_index(path)
+    placed = [replace(t, line=index[t.uuid]) for t in turns if t.uuid in index]
+    return placed, len(turns) - len(placed), ""
+
+
+def _gemini_index(path: Path) -> dict[str, int]:
+    """Message id → its 0-based index in a Gemini chat file's "messages" (the corpus's line numbers)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return {}
+    messages = data.get("messages") if isinstance(data, dict) else None
+    return {m["id"]: i for i, m in enumerate(messages or []) if isinstance(m, dict) and isinstance(m.get("id"), str)}
+
+
+def bench_corpus(out: Path, corpus: Path, report_test: bool) -> dict[str, Any]:
+    """Read, mine and score every exported corpus session of the splits asked for; see the module docstring."""
+    parts = reflect_corpus.SPLITS if report_test else ("train", "dev")
+    every = [s for s in reflect_corpus.sessions(corpus) if s["split"] in parts]
+    rows: list[dict[str, Any]] = []
+    for s in every:
+        path = reflect_corpus.exported_path(out, s)
+        row: dict[str, Any] = {"id": s["id"], "host": s["host"], "split": s["split"], "bytes": s["bytes"]}
+        rows.append(row)
+        if not path.is_file() or path.stat().st_size != s["bytes"]:
+            row["status"] = "missing"
+            continue
+        start = time.perf_counter()
+        turns, unplaced, why = read_session(path, s["host"])
+        if turns is None:
+            row.update(status="unreadable", why=why)
+            continue
+        cands = miner.mine(turns)
+        row.update(status="ok", seconds=time.perf_counter() - start, candidates=cands, unplaced=unplaced)
+        seen = {t.line for t in turns if t.role == "user"}
+        row["turns_seen"] = sum(1 for line in s["turns"] if line in seen)
+        row["turns_labelled"] = len(s["turns"])
+    by_id = {s["id"]: s for s in every}
+    result: dict[str, Any] = {"splits": {}, "held_out": None if report_test else
+                              sum(1 for s in reflect_corpus.sessions(corpus) if s["split"] == "test")}  # fmt: skip
+    for part in parts:
+        table = {}
+        for host in (*reflect_corpus.HOSTS, "all"):
+            group = [r for r in rows if r["split"] == part and host in (r["host"], "all")]
+            if not group:
+                continue
+            ok = [r for r in group if r["status"] == "ok"]
+            scored = score_corpus({r["id"]: _in_line_space(r["candidates"]) for r in ok}, [by_id[r["id"]] for r in ok])
+            seconds = sum(r["seconds"] for r in ok)
+            mb = sum(r["bytes"] for r in ok) / 1e6
+            table[host] = {
+                "sessions": len(group),
+                "read": len(ok),
+                "unreadable": sum(1 for r in group if r["status"] == "unreadable"),
+                "missing": sum(1 for r in group if r["status"] == "missing"),
+                "turns_seen": f"{sum(r['turns_seen'] for r in ok)}/{sum(r['turns_labelled'] for r in ok)}",
+                "unplaced_turns": sum(r["unplaced"] for r in ok),
+                "seconds_per_session": round(seconds / len(ok), 3) if ok else None,
+                "seconds_per_mb": round(seconds / mb, 3) if mb else None,
+                **scored,
+            }
+        result["splits"][part] = table
+    result["unreadable"] = [f"{r['id']}: {r['why']}" for r in rows if r["status"] == "unreadable"]
+    result["missing"] = [r["id"] for r in rows if r["status"] == "missing"]
+    return result
+
+
+def _in_line_space(cands: list[miner.Candidate]) -> list[miner.Candidate]:
+    return cands  # read_session already put the turns (and so the evidence) in the corpus's line numbers
+
+
+def print_corpus(result: dict[str, Any], verbose: bool) -> None:
+    cols = (
+        f"{'host':<12} {'sess':>4} {'read':>4} {'unrd':>4} {'MUST':>9} {'NICE':>9} {'notes right':>13} "
+        f"{'HIGH right':>11} {'neg saved':>10} {'s/sess':>7} {'s/MB':>6}"
+    )
+    for part, table in result["splits"].items():
+        print(f"\n## corpus, {part} split (offline miner)\n")
+        print(cols)
+        for host, t in table.items():
+            must, nice, notes, high, neg = t["MUST"], t["NICE"], t["notes"], t["high"], t["negatives"]
+            print(
+                f"{host:<12} {t['sessions']:>4} {t['read']:>4} {t['unreadable']:>4} "
+                f"{must['captured']:>3}/{must['labels']:<3}{_fmt(must['recall']):>5} "
+                f"{nice['captured']:>3}/{nice['labels']:<3}{_fmt(nice['recall']):>5} "
+                f"{notes['right']:>4}/{notes['candidates']:<4}{_fmt(notes['precision']):>5} "
+                f"{high['right']:>3}/{high['candidates']:<3}{_fmt(high['precision']):>5} "
+                f"{neg['saved']:>3}/{neg['labels']:<3}{_fmt(neg['rate']):>4} "
+                f"{_fmt(t['seconds_per_session']):>7} {_fmt(t['seconds_per_mb']):>6}"
+            )
+        for host, t in table.items():
+            if t["unreadable"] and host != "all":
+                print(f"{host}: unreadable: {t['unreadable']}")
+        seen = ", ".join(f"{h} {t['turns_seen']}" for h, t in table.items() if h != "all")
+        print(f"labelled user turns the reader returned as user turns: {seen}")
+        if verbose and part != "test":
+            a = table["all"]
+            print("\nfalse positives:")
+            for f in a["false_positives"]:
+                print(f"  {f['transcript']} {f['category']}/{f['confidence']} {','.join(f['evidence'][:3])} "
+                      f"[{f['why']}] {f['rule']}: {f['title'][:90]}")  # fmt: skip
+            print("misses:")
+            for m in a["misses"]:
+                print(f"  {m['transcript']} {m['confidence']} {m['lines']} {m['quote'][:100]}")
+    for line in result["unreadable"]:
+        print(f"unreadable: {line}")
+    if result["missing"]:
+        print(f"missing from the export (run scripts/reflect_corpus.py export): {', '.join(result['missing'])}")
+    if result["held_out"] is not None:
+        print(f"\ntest split: {result['held_out']} sessions held out, not read (--report-test reports them; "
+              "never tune on them)")  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, help="the transcripts folder (default: $MEMVAULT_BENCH_DATA/…)")
@@ -335,7 +487,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--heldout-details", action="store_true", help="with --verbose, list the held-out part's too")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument("--no-e2e", action="store_true", help="skip the end-to-end reflection run")
+    parser.add_argument("--corpus", type=Path, help="corpus mode: the folder `reflect_corpus.py export` wrote")
+    parser.add_argument("--corpus-labels", type=Path, default=reflect_corpus.CORPUS, help="the corpus *.json folder")
+    parser.add_argument("--report-test", action="store_true", help="corpus mode: also read and report the test split")
     args = parser.parse_args(argv)
+    if args.corpus is not None or (args.data is None and bench_data.find(None, CORPUS_DATA, "--corpus")):
+        found = bench_data.require(args.corpus, CORPUS_DATA, "--corpus", "the exported reflection corpus")
+        corpus = bench_corpus(found, args.corpus_labels, args.report_test)
+        if args.json:
+            for table in corpus["splits"].values():
+                for t in table.values():
+                    t.pop("false_positives"), t.pop("misses")
+            print(json.dumps(corpus, indent=2, default=str))
+        else:
+            print_corpus(corpus, args.verbose)
+        return 0
     args.data = bench_data.require(args.data, bench_data.TRANSCRIPTS, "--data", "the Claude Code transcripts")
     if args.windows:
         windows_report(args.data)

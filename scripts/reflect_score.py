@@ -17,6 +17,10 @@ Matching is one-to-one: a second candidate for an already matched label is a fal
 duplicate). Disputed labels are optional: a candidate that matches one counts neither way, and they
 are left out of recall. Routes are the ones a fresh vault gives: high → saved, medium → review,
 low → inbox, ideas → the incubator.
+
+`score_corpus` scores the hand-labelled corpus (scripts/data/reflect_corpus) the same way, with any
+category matching (the corpus labels kinds of statement, not the miner's categories): MUST and NICE
+recall, note precision, HIGH precision, negatives saved.
 """
 
 from __future__ import annotations
@@ -92,8 +96,16 @@ def _categories(label: dict[str, Any]) -> set[str]:
     return {label["category"], *([label["alt_category"]] if label.get("alt_category") else [])}
 
 
-def score(mined: dict[str, list[Any]], labels: list[dict[str, Any]], negatives: list[dict[str, Any]]) -> dict[str, Any]:
-    """Match `mined` (transcript → candidates) to `labels`; precision and recall per category and per route."""
+def match(
+    mined: dict[str, list[Any]],
+    labels: list[dict[str, Any]],
+    negatives: list[dict[str, Any]],
+    *,
+    by_category: bool = True,
+) -> tuple[list[dict[str, Any]], set[int], dict[str, set[int]]]:
+    """Match candidates to labels one-to-one: per candidate a row with outcome tp | fp | optional, the matched
+    labels' indices, and the negative lines per transcript. `by_category=False` lets a candidate of any
+    category match a label (the corpus's kinds are not the miner's categories)."""
     negative_lines: dict[str, set[int]] = {}
     for n in negatives:
         negative_lines.setdefault(n["transcript"], set()).add(int(n["line"]))
@@ -108,7 +120,7 @@ def score(mined: dict[str, list[Any]], labels: list[dict[str, Any]], negatives: 
                 i
                 for i, label in enumerate(labels)
                 if label["transcript"] == rel
-                and cand.category in _categories(label)
+                and (not by_category or cand.category in _categories(label))
                 and _near(lines[:1], label["lines"])
             ]
             only_negative = bool(lines) and set(lines) <= negative_lines.get(rel, set())
@@ -128,6 +140,12 @@ def score(mined: dict[str, list[Any]], labels: list[dict[str, Any]], negatives: 
                 why = "duplicate of a matched label" if ranked else ("a negative line" if only_negative else "no label")
                 row.update(outcome="fp", why=why)
             rows.append(row)
+    return rows, matched, negative_lines
+
+
+def score(mined: dict[str, list[Any]], labels: list[dict[str, Any]], negatives: list[dict[str, Any]]) -> dict[str, Any]:
+    """Match `mined` (transcript → candidates) to `labels`; precision and recall per category and per route."""
+    rows, matched, negative_lines = match(mined, labels, negatives)
     counted = [i for i, label in enumerate(labels) if not label.get("disputed")]
     return {
         "per_category": _table(
@@ -169,6 +187,75 @@ def score(mined: dict[str, list[Any]], labels: list[dict[str, Any]], negatives: 
             }
             for i in counted
             if i not in matched
+        ],
+    }
+
+
+def corpus_labels(sessions: Iterable[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The corpus's statements and negatives (scripts/data/reflect_corpus) as labels for `match`, by session id."""
+    labels, negatives = [], []
+    for s in sessions:
+        for i, st in enumerate(s["statements"]):
+            labels.append(
+                {
+                    "transcript": s["id"],
+                    "id": f"{s['id']}#{i}",
+                    "category": st["kind"],
+                    "lines": st.get("lines") or [st["line"]],
+                    "quote": st["quote"],
+                    "summary": st["rule"],
+                    "confidence": st["label"],  # MUST | NICE
+                    "disputed": st.get("disputed"),
+                }
+            )
+        negatives += [{"transcript": s["id"], "line": n["line"], "quote": n["quote"]} for n in s["negatives"]]
+    return labels, negatives
+
+
+def score_corpus(mined: dict[str, list[Any]], sessions: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Score candidates (session id → candidates, evidence in the corpus's line numbers) against the corpus labels.
+
+    Matching is `match` with any category (a statement's kind is not a miner category): same session,
+    statement line within ±SLACK of one of the label's lines, quoted words when several labels are in
+    reach, never through negative lines alone, one-to-one, disputed labels optional. MUST and NICE
+    recall count the non-disputed statements captured; note precision is right candidates (matching a
+    MUST or NICE statement) over all candidates but the optional ones; HIGH precision is the same over
+    the candidates the miner marks high (the router saves them at once); a negative is saved when a
+    wrong candidate's statement line is its line.
+    """
+    labels, negatives = corpus_labels(sessions)
+    rows, matched, _ = match(mined, labels, negatives, by_category=False)
+    counted = [r for r in rows if r["outcome"] != "optional"]
+    high = [r for r in counted if r["candidate"].confidence == "high"]
+    wrong_at = {(r["transcript"], line) for r in rows if r["outcome"] == "fp"
+                for line in evidence_lines(r["candidate"].evidence)[:1]}  # fmt: skip
+    saved = [n for n in negatives if (n["transcript"], int(n["line"])) in wrong_at]
+
+    def recall(tier: str) -> dict[str, Any]:
+        wanted = [i for i, label in enumerate(labels) if label["confidence"] == tier and not label.get("disputed")]
+        found = sum(1 for i in wanted if i in matched)
+        return {"labels": len(wanted), "captured": found, "recall": round(found / len(wanted), 3) if wanted else None}
+
+    def precision(group: list[dict[str, Any]]) -> dict[str, Any]:
+        tp = sum(1 for r in group if r["outcome"] == "tp")
+        return {"candidates": len(group), "right": tp, "precision": round(tp / len(group), 3) if group else None}
+
+    return {
+        "MUST": recall("MUST"),
+        "NICE": recall("NICE"),
+        "notes": precision(counted),
+        "high": precision(high),
+        "negatives": {
+            "labels": len(negatives),
+            "saved": len(saved),
+            "rate": round(len(saved) / len(negatives), 3) if negatives else None,
+        },
+        "optional": sum(1 for r in rows if r["outcome"] == "optional"),
+        "false_positives": [_describe(r) for r in rows if r["outcome"] == "fp"],
+        "misses": [
+            {k: label[k] for k in ("transcript", "confidence", "lines", "quote")}
+            for i, label in enumerate(labels)
+            if not label.get("disputed") and i not in matched
         ],
     }
 
