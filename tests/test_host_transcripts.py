@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -117,3 +118,148 @@ def test_reflect_corpus_finds_every_agents_history(vault: Vault, tmp_path: Path,
     folders = {Path(r["folder"]): r for r in json.loads(result.output)["folders"]}
     assert set(folders) == {claude / "projects", codex_home / "sessions", chats}
     assert all(r["files"] == 1 and r["candidates"] > 0 for r in folders.values()), folders
+
+
+# Gemini CLI before 0.39 (from 0.4, when chat recording was wired in) wrote each chat as one JSON object,
+# pretty-printed and rewritten whole at every change: `chats/session-<time>-<id8>.json`. This is that shape
+# (keys, order, message fields) as real files of those releases have it, with invented content.
+LEGACY_ID = "7d1c2b3a-5e6f-4a8b-9c0d-1e2f3a4b5c6d"
+REFERENCED = "\n--- Content from referenced files ---\nContent from @/home/dev/project/NOTES.md:\n"
+REFERENCED += "From now on always use requests, never httpx.\n--- End of content ---"
+LEGACY_MESSAGES: list[dict[str, object]] = [
+    {"id": "0a6e1c1e-0001", "timestamp": "2025-09-26T08:49:01.000Z", "type": "info",
+     "content": "Installing IDE companion..."},
+    {"id": "0a6e1c1e-0002", "timestamp": "2025-09-26T08:49:02.000Z", "type": "error",
+     "content": "Failed to install VS Code companion extension."},
+    {"id": "0a6e1c1e-0003", "timestamp": "2025-09-26T08:49:10.000Z", "type": "user",
+     "content": STATED + " See @NOTES.md" + REFERENCED},
+    {"id": "0a6e1c1e-0004", "timestamp": "2025-09-26T08:49:20.000Z", "type": "gemini",
+     "content": "Let me check your notes.", "thoughts": [{"subject": "Checking", "description": "notes",
+     "timestamp": "2025-09-26T08:49:15.000Z"}], "tokens": {"input": 10, "output": 5, "cached": 0, "thoughts": 2,
+     "tool": 0, "total": 17}, "model": "gemini-2.5-pro",
+     "toolCalls": [{"id": "run_shell_command-1758876560000-1", "name": "run_shell_command",
+                    "args": {"command": "python -c 'import httpx'"},
+                    "result": [{"functionResponse": {"id": "run_shell_command-1758876560000-1",
+                                "name": "run_shell_command",
+                                "response": {"error": "ModuleNotFoundError: No module named 'httpx'"}}}],
+                    "status": "error", "timestamp": "2025-09-26T08:49:21.000Z",
+                    "resultDisplay": "ModuleNotFoundError: No module named 'httpx'",
+                    "displayName": "Shell", "description": "Runs a shell command", "renderOutputAsMarkdown": False}]},
+]  # fmt: skip
+LEGACY_LATER: list[dict[str, object]] = [
+    {"id": "0a6e1c1e-0005", "timestamp": "2026-02-26T22:01:00.000Z", "type": "user",  # later releases: a part list
+     "content": [{"text": "And remember to use pytest."}]},
+    {"id": "0a6e1c1e-0006", "timestamp": "2026-02-26T22:01:05.000Z", "type": "gemini",
+     "content": "OK, pytest it is.", "thoughts": [], "tokens": None, "model": "gemini-2.5-pro"},
+]  # fmt: skip
+
+
+def legacy_chat(path: Path, messages: list[dict[str, object]], **extra: object) -> Path:
+    """A chat file as Gemini CLI 0.4–0.38 writes it: `JSON.stringify(conversation, null, 2)`."""
+    conversation = {"sessionId": LEGACY_ID, "projectHash": "b899de0d" * 8, "startTime": "2025-09-26T08:49:00.000Z",
+                    "lastUpdated": "2025-09-26T08:49:21.000Z", "messages": messages, **extra}  # fmt: skip
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(conversation, indent=2, ensure_ascii=False))
+    return path
+
+
+def test_a_gemini_chat_of_one_json_object_is_read_as_gemini(tmp_path: Path) -> None:
+    chat = legacy_chat(tmp_path / "chats" / "session-2025-09-26T08-49-7d1c2b3a.json", LEGACY_MESSAGES)
+    assert readers.reader_for(chat) is gemini_chat.read
+    read = readers.read(chat)
+    assert read.session_id == LEGACY_ID
+    assert [(t.role, t.text) for t in read.turns[:2]] == [
+        ("user", STATED + " See @NOTES.md"),  # the referenced file's text is the CLI's, not the user's
+        ("assistant", "Let me check your notes."),
+    ]
+    assert read.turns[2].role == "tool_error" and "No module named 'httpx'" in read.turns[2].text
+    assert [t.line for t in read.turns] == [3, 4, 4]  # a turn's line is its message's place in the list
+    assert read.skipped == {"type:info": 1, "type:error": 1}
+    assert read.parsed + sum(read.skipped.values()) == read.lines == len(LEGACY_MESSAGES)
+    assert read.cursor.line == len(LEGACY_MESSAGES) and read.cursor.offset == chat.stat().st_size
+
+
+def test_a_one_object_gemini_chat_rewritten_whole_is_read_from_the_cursor_on(tmp_path: Path) -> None:
+    chat = legacy_chat(tmp_path / "session-2025-09-26T08-49-7d1c2b3a.json", LEGACY_MESSAGES)
+    before = readers.read(chat)
+    again = readers.read(chat, before.cursor)
+    assert again.turns == [] and again.lines == 0
+    legacy_chat(chat, LEGACY_MESSAGES + LEGACY_LATER)  # the CLI rewrites the whole file at every message
+    after = readers.read(chat, before.cursor)
+    assert [(t.role, t.text, t.line) for t in after.turns] == [
+        ("user", "And remember to use pytest.", 5),
+        ("assistant", "OK, pytest it is.", 6),
+    ]
+    assert after.parsed + sum(after.skipped.values()) == after.lines == len(LEGACY_LATER)
+
+
+def test_a_one_object_gemini_chat_caught_mid_write_waits(tmp_path: Path) -> None:
+    chat = legacy_chat(tmp_path / "session-2025-09-26T08-49-7d1c2b3a.json", LEGACY_MESSAGES)
+    whole = chat.read_bytes()
+    chat.write_bytes(whole[: len(whole) // 2])  # the CLI truncates, then writes: a read can land in between
+    cut = readers.read(chat)
+    assert cut.turns == [] and cut.lines == 0 and cut.cursor.line == 0 and cut.pending == len(whole) // 2
+    chat.write_bytes(whole)
+    assert [t.role for t in readers.read(chat, cut.cursor).turns] == ["user", "assistant", "tool_error"]
+
+
+def test_a_subagents_chat_has_no_words_of_the_user(tmp_path: Path) -> None:
+    """A subagent's chat (`chats/<parent session>/<id>.json`, kind "subagent"): its user messages are the
+    main agent's task, written by the model."""
+    chat = legacy_chat(tmp_path / LEGACY_ID / "3f0c.json", LEGACY_MESSAGES, kind="subagent")
+    read = readers.read(chat)
+    assert [t.role for t in read.turns] == ["assistant", "tool_error"]
+    assert read.skipped.get("subagent") == 1
+
+
+def test_referenced_file_contents_are_not_the_users_words_in_a_jsonl_chat(tmp_path: Path) -> None:
+    lines = GEMINI.read_text().splitlines()
+    user = json.loads(next(line for line in lines if STATED in line and '"type":"user"' in line))
+    user["content"][0]["text"] += " See @NOTES.md"
+    user["content"][1:1] = [{"text": REFERENCED.split("Content from @")[0]},
+                            {"text": "\nContent from @" + REFERENCED.split("Content from @")[1]}]  # fmt: skip
+    chat = tmp_path / GEMINI.name
+    chat.write_text("\n".join(json.dumps(user) if STATED in line and '"type":"user"' in line else line
+                              for line in lines) + "\n")  # fmt: skip
+    first = readers.read(chat).turns[0]
+    assert first.role == "user" and first.text == STATED + " See @NOTES.md"
+
+
+def test_a_stated_preference_in_a_one_object_gemini_chat_is_reflected_once(vault: Vault, tmp_path: Path) -> None:
+    chat = legacy_chat(tmp_path / "session-2025-09-26T08-49-7d1c2b3a.json", LEGACY_MESSAGES)
+    report = runner.reflect_transcript(vault, chat, final=True)
+    assert report.session_id == LEGACY_ID
+    httpx = [n for n in (vault.read(p).note for p in report.written) if "httpx" in n.body]
+    assert httpx and httpx[0].meta["kind"] == "preference", report.routes
+    assert not any("never httpx" in vault.read(p).note.body for p in report.written)
+    assert runner.pending_bytes(vault, chat) == 0
+    assert runner.reflect_transcript(vault, chat, final=True).written == []
+
+
+def test_a_resumed_gemini_session_finds_its_one_object_chat_file(tmp_path: Path) -> None:
+    from memvault.hooks import adapters
+
+    chats = tmp_path / "chats"
+    real = legacy_chat(chats / "session-2025-09-26T08-49-7d1c2b3a.json", LEGACY_MESSAGES)
+    os.utime(real, (2, 2))
+    stray = chats / "session-2025-09-26T09-10-7d1c2b3a.json"
+    legacy_chat(stray, [])
+    payload = {"transcript_path": str(stray), "session_id": LEGACY_ID}
+    assert adapters.gemini_transcript(payload) == str(real)
+    migrated = real.with_name(real.name + "l")  # 0.39+ resuming it copies it to `<name>.jsonl` and writes there
+    migrated.write_text(json.dumps({"sessionId": LEGACY_ID, "projectHash": "b899de0d" * 8}) + "\n")
+    os.utime(migrated, (3, 3))
+    assert adapters.gemini_transcript(payload) == str(migrated)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
+def test_a_fifo_named_like_a_one_object_gemini_chat_is_never_opened(tmp_path: Path) -> None:
+    from memvault.hooks import adapters
+
+    fifo = tmp_path / "session-2025-09-26T08-49-7d1c2b3a.json"
+    os.mkfifo(fifo)
+    assert readers.reader_for(fifo) is transcript.read  # refused at once, not a blocked open
+    with pytest.raises(OSError):
+        gemini_chat.read(fifo)
+    stray = legacy_chat(tmp_path / "session-2025-09-26T09-10-7d1c2b3a.json", [])
+    assert adapters.gemini_transcript({"transcript_path": str(stray), "session_id": LEGACY_ID}) is None

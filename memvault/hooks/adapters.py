@@ -78,7 +78,11 @@ def normalise(host: str, core: str, payload: dict[str, Any]) -> dict[str, Any]:
 
 def gemini_transcript(payload: dict[str, Any]) -> str | None:
     """On resume Gemini CLI hands SessionStart a new, nearly empty chat file; the session's real one is
-    the oldest chat file beside it whose header carries the same session id."""
+    the oldest chat file beside it whose header carries the same session id.
+
+    Releases 0.4–0.38 write `session-<time>-<id8>.json` (one JSON object); later ones `.jsonl`, and
+    resuming an old `.json` session copies it to `<name>.jsonl` and writes there, so that copy wins.
+    """
     from memvault.store import disk  # here: only a resumed Gemini session needs it
 
     given, session = payload.get("transcript_path"), payload.get("session_id")
@@ -86,20 +90,39 @@ def gemini_transcript(payload: dict[str, Any]) -> str | None:
         return None
     folder = Path(given).parent
     try:
-        candidates = sorted(folder.glob(f"session-*-{session[:8]}.jsonl"), key=lambda p: (p.stat().st_mtime, p.name))
+        found = [*folder.glob(f"session-*-{session[:8]}.jsonl"), *folder.glob(f"session-*-{session[:8]}.json")]
+        candidates = sorted(found, key=lambda p: (p.stat().st_mtime, p.name))
     except OSError:
         return None
     for path in candidates:
         if os.path.abspath(path) == os.path.abspath(given):
             continue
+        if path.suffix == ".json" and path.with_name(path.name + "l").exists():
+            continue  # migrated to .jsonl by a newer release, which writes there now
         try:  # a regular file only: a FIFO named like a chat file would block the hook until the host kills it
             with disk.open_regular(path) as handle:
-                header = json.loads(handle.readline(1024 * 1024).decode("utf-8") or "{}")
-        except (OSError, ValueError, RecursionError):  # a chat file is the host's, read as untrusted
+                head = handle.read(64 * 1024)
+        except OSError:
             continue
-        if isinstance(header, dict) and header.get("sessionId") == session:
+        if _chat_session(head) == session:
             return str(path)
     return None
+
+
+# A chat file's header: its first line (.jsonl), or the opening of the pretty-printed object (.json).
+_SESSION_HEAD = re.compile(rb'\A(?:\xef\xbb\xbf)?\s*\{\s*"sessionId"\s*:\s*"([^"\\]*)"')
+
+
+def _chat_session(head: bytes) -> str | None:
+    """The session id a chat file's first bytes name (the file is the host's, read as untrusted)."""
+    try:
+        header = json.loads(head.partition(b"\n")[0].decode("utf-8") or "{}")
+    except (ValueError, RecursionError):
+        header = None
+    if isinstance(header, dict):
+        return header.get("sessionId") if isinstance(header.get("sessionId"), str) else None
+    match = _SESSION_HEAD.match(head)
+    return match.group(1).decode("utf-8", "replace") if match else None
 
 
 def shape(host: spec.Host, event: str, core: str, text: str) -> dict[str, Any] | None:

@@ -1,4 +1,8 @@
-"""Which reader a transcript needs, told by its first line: Claude Code, Codex CLI rollout or Gemini CLI chat."""
+"""Which reader a transcript needs, told by its first line: Claude Code, Codex CLI rollout or Gemini CLI chat.
+
+A Gemini CLI chat of one pretty-printed JSON object (releases 0.4–0.38) has no whole first line: it is
+told by its opening keys instead (`gemini_chat.whole_object`).
+"""
 
 from __future__ import annotations
 
@@ -26,7 +30,11 @@ def reader_for(path: Path) -> Reader:
             return gemini_chat.read
         if codex_rollout.looks_like(first):
             return codex_rollout.read
-    return transcript.read
+        return transcript.read
+    try:
+        return gemini_chat.read if gemini_chat.whole_object(path) else transcript.read
+    except OSError:
+        return transcript.read
 
 
 def read(path: Path, cursor: Cursor | None = None, *, tools: bool = False) -> Transcript:
