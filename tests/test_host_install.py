@@ -205,3 +205,139 @@ def test_codex_hooks_switched_off_are_switched_on_only_with_consent_and_back_off
     assert codex_toml.parse(text, "config.toml")["features"] == {"hooks": True, "plugins": False}
     run("uninstall", "--host", "codex")
     assert (codex / "config.toml").read_text() == original
+
+
+# ---- a whole machine: the guide's steps, every registration removed, interpreters checked ---------------
+
+
+def machine_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """A throwaway HOME with every agent's and memvault's folders in their default places under it."""
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("MEMVAULT_", "XDG_", "CLAUDE_", "CODEX_", "GEMINI_")) and k != "VIRTUAL_ENV"
+    }
+    env.update(
+        HOME=str(home),
+        XDG_DATA_HOME=str(home / ".local/share"),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        XDG_STATE_HOME=str(home / ".local/state"),
+        XDG_CACHE_HOME=str(home / ".cache"),
+        XDG_RUNTIME_DIR=str(tmp_path / "run"),
+        TMPDIR=str(tmp_path),
+        **extra,
+    )
+    (tmp_path / "run").mkdir(mode=0o700, exist_ok=True)
+    return env
+
+
+def memvault_cmd(python: str, env: dict[str, str], *args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
+    """`memvault ARGS` run for real by `python`, under umask 022 (a common default)."""
+    proc = subprocess.run(
+        [python, "-m", "memvault", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+        preexec_fn=lambda: os.umask(0o022),  # noqa: PLW1509 - a plain umask, no threads involved
+    )
+    if ok:
+        assert proc.returncode == 0, f"memvault {' '.join(args)}:\n{proc.stdout}\n{proc.stderr}"
+    return proc
+
+
+def fake_environment(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A real venv (no pip, nothing installed) that runs this checkout's memvault: the environment that
+    install.sh would make, small enough to create in a test. Returns its folder and PYTHONPATH for it."""
+    import sysconfig
+
+    venv = tmp_path / "env"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    memvault = venv / "bin" / "memvault"
+    memvault.write_text('#!/bin/sh\nexec "$(dirname "$0")/python" -m memvault "$@"\n')
+    memvault.chmod(0o755)
+    return venv, {"PYTHONPATH": os.pathsep.join([str(REPO), sysconfig.get_paths()["purelib"]])}
+
+
+GUIDE_STEPS = [  # wiki/how-to/other-agents.md, in its order
+    ("install", "--host", "codex", "--trust-hooks"),
+    ("install", "--host", "gemini"),
+    ("install", "--mcp", "codex", "--approve-tools"),
+    ("install", "--mcp", "gemini"),
+    ("install", "--mcp", "cursor", "--mcp", "claude-desktop"),
+]
+
+
+@pytest.mark.skipif(os.name != "posix", reason="file modes")
+def test_following_the_other_agents_guide_ends_healthy(tmp_path: Path, vault_dir: Path) -> None:
+    env = machine_env(tmp_path)
+    home = Path(env["HOME"])
+    for folder in (".codex", ".gemini", ".cursor", ".config/Claude"):
+        (home / folder).mkdir(parents=True)  # the agents are installed here
+    memvault_cmd(sys.executable, env, "install", "--vault", str(vault_dir))  # what install.sh runs
+    for step in GUIDE_STEPS:
+        memvault_cmd(sys.executable, env, *step)
+    records = sorted((home / ".local/state/memvault/installs").iterdir())
+    assert len(records) == 6  # Claude Code's settings, hooks.json, config.toml, Gemini's, Cursor's, Claude Desktop's
+    assert [r.name for r in records if r.stat().st_mode & 0o077] == []
+    memvault_cmd(sys.executable, env, "reindex")
+    health = memvault_cmd(sys.executable, env, "health", "--json", ok=False)
+    assert json.loads(health.stdout)["problems"] == [] and health.returncode == 0, health.stdout
+
+
+@pytest.mark.skipif(os.name != "posix", reason="the environment is a POSIX venv")
+def test_uninstall_all_removes_every_registration_and_health_names_a_missing_interpreter(
+    tmp_path: Path, vault_dir: Path
+) -> None:
+    venv, extra = fake_environment(tmp_path)
+    env = machine_env(tmp_path, **extra)
+    home = Path(env["HOME"])
+    python = str(venv / "bin" / "python")
+    for folder in (".codex", ".gemini", ".cursor", ".config/Claude"):
+        (home / folder).mkdir(parents=True)
+    (home / ".gemini/settings.json").write_bytes(GEMINI_SETTINGS.encode())
+    memvault_cmd(python, env, "install", "--vault", str(vault_dir))
+    for step in GUIDE_STEPS:
+        memvault_cmd(python, env, *step)
+    memvault_cmd(python, env, "install", "--mcp", "claude-code")
+    project = tmp_path / "project"
+    project.mkdir()
+    memvault_cmd(python, env, "install", "--scope", "project", "--project", str(project))
+
+    def mentions() -> list[str]:
+        """Every file outside the state folder that names the environment."""
+        found = []
+        for path in [*home.rglob("*"), *project.rglob("*")]:
+            if path.is_file() and ".local/state" not in str(path) and str(venv).encode() in path.read_bytes():
+                found.append(str(path.relative_to(tmp_path)))
+        return sorted(found)
+
+    registered = mentions()
+    assert len(registered) >= 8, registered  # hooks, trust, MCP servers, Claude's settings and skills
+
+    # The environment goes away (as install.sh --uninstall removed it before it undid these): health says so.
+    moved = tmp_path / "env-moved"
+    venv.rename(moved)
+    memvault_cmd(sys.executable, env, "reindex")
+    health = json.loads(memvault_cmd(sys.executable, env, "health", "--json", ok=False).stdout)
+    missing = [p for p in health["problems"] if python in p]
+    assert missing, health["problems"]
+    for name in ("settings.json", "hooks.json", "config.toml", "mcp.json", "claude_desktop_config.json"):
+        assert any(name in p for p in missing), (name, missing)
+    moved.rename(venv)
+
+    dry = memvault_cmd(python, env, "uninstall", "--all", "--dry-run").stdout
+    assert mentions() == registered  # a dry run writes nothing
+    for path in registered:
+        if "/skills/" not in path:
+            assert path.split("/", 1)[1] in dry, (path, dry)
+
+    memvault_cmd(python, env, "uninstall", "--all")
+    assert mentions() == []
+    assert (home / ".gemini/settings.json").read_bytes() == GEMINI_SETTINGS.encode()
+    assert list((home / ".local/state/memvault/installs").iterdir()) == []
+    health = json.loads(memvault_cmd(sys.executable, env, "health", "--json", ok=False).stdout)
+    assert not [p for p in health["problems"] if "interpreter" in p]

@@ -380,7 +380,7 @@ def write_manifest(target: Path, data: dict[str, Any]) -> None:
     path = manifest_path(target)
     paths.ensure_private_dir(path.parent)
     clean = {k: v for k, v in data.items() if not k.startswith("_")}
-    disk.atomic_write(path, (json.dumps(clean, indent=2) + "\n").encode("utf-8"))
+    disk.atomic_write(path, (json.dumps(clean, indent=2) + "\n").encode("utf-8"), private=True)
 
 
 def decode(raw: bytes | None) -> str:
