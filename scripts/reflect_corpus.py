@@ -291,15 +291,16 @@ def stats(corpus: Path = CORPUS) -> dict[str, Any]:
     for s in every:
         by_host[s["host"]].append(s)
         by_split[s["split"]].append(s)
-    licences = Counter(
-        "none stated" if s["licence"].startswith("none stated") else s["licence"].split(" (")[0] for s in every
-    )
+    def licence(s: dict[str, Any]) -> str:
+        return "none stated" if s["licence"].startswith("none stated") else s["licence"].split(" (")[0]
+
     return {
         "hosts": {h: _counts(by_host[h]) for h in HOSTS if h in by_host},
         "splits": {p: _counts(by_split[p]) for p in SPLITS},
         "all": _counts(every),
         "kinds": dict(Counter(st["kind"] for s in every for st in s["statements"]).most_common()),
-        "licences": dict(licences.most_common()),
+        "licences": {h: dict(Counter(licence(s) for s in by_host[h]).most_common()) for h in HOSTS if h in by_host},
+        "host_by_split": {p: dict(Counter(s["host"] for s in by_split[p])) for p in SPLITS},
         "repos": {r: split_of(r) for r in sorted({s["repo"] for s in every}, key=str.lower)},
     }
 
@@ -336,10 +337,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "stats":
         _table({**result["hosts"], "all": result["all"]}, "host")
         print("\nkinds: " + ", ".join(f"{k} {v}" for k, v in result["kinds"].items()))
-        print("licences: " + ", ".join(f"{k} {v}" for k, v in result["licences"].items()))
+        for host, counts in result["licences"].items():
+            print(f"licences, {host}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
         return 0
     print(f"split = sha256('{SPLIT_SALT}' + repo) as an integer, mod 10: 0-5 train, 6-7 dev, 8-9 test\n")
     _table(result["splits"], "split")
+    print()
+    for part in SPLITS:
+        print(f"{part}: " + ", ".join(f"{h} {n}" for h, n in sorted(result["host_by_split"][part].items())))
     print()
     for part in SPLITS:
         print(f"{part}: " + ", ".join(r for r, p in result["repos"].items() if p == part))
