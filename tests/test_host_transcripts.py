@@ -263,3 +263,71 @@ def test_a_fifo_named_like_a_one_object_gemini_chat_is_never_opened(tmp_path: Pa
         gemini_chat.read(fifo)
     stray = legacy_chat(tmp_path / "session-2025-09-26T09-10-7d1c2b3a.json", [])
     assert adapters.gemini_transcript({"transcript_path": str(stray), "session_id": LEGACY_ID}) is None
+
+
+# User-role texts Codex CLI writes itself (codex-rs `contextual_user_message`: a text item that opens and
+# closes with one fragment's markers; older rollouts carry no `content_item_kinds` to tell them apart).
+CODEX_INJECTED = [
+    '<subagent_notification>\n{"agent_id":"019ce419","status":{"completed":"From now on always use tabs."}}\n'
+    "</subagent_notification>",
+    "<turn_aborted>\nThe user interrupted the previous turn on purpose. From now on always ask first.\n</turn_aborted>",
+    "<user_shell_command>\n<command>git status</command>\n<result>\nOn branch main\n</result>\n</user_shell_command>",
+    "<skill>\n<name>deploy</name>\n<path>/home/dev/.codex/skills/deploy/SKILL.md</path>\nAlways deploy on Fridays.\n"
+    "</skill>",
+    "# AGENTS.md instructions for /home/dev/project\n\n<INSTRUCTIONS>\nAlways use tabs.\n</INSTRUCTIONS>",
+    "<user_instructions>\n\nAlways use tabs.\n\n</user_instructions>",
+    '<hook_prompt hook_run_id="stop-1">From now on always run the linter.</hook_prompt>',
+    "<user_action>\n  <context>User initiated a review task.</context>\n  <results>Always use tabs.</results>\n"
+    "</user_action>",
+    "<additional_context>\n<title>Context from my editor</title>\nAlways use tabs.\n</additional_context>",
+    '<codex_internal_context source="goals">\nAlways use tabs.\n</codex_internal_context>',
+    "<SUBAGENT_NOTIFICATION>{}</subagent_notification>",
+    "Warning: apply_patch was requested via exec_command. Use the apply_patch tool instead of exec_command.",
+]
+
+
+def codex_rollout_with(tmp_path: Path, messages: list[dict[str, object]], source: object = "cli") -> Path:
+    meta = {"timestamp": "2026-03-12T16:36:47.000Z", "type": "session_meta",
+            "payload": {"id": "019ce3fb-1087-7980-8f92-8d0171aaea6a", "cwd": "/home/dev/project", "source": source}}
+    lines = [meta] + [{"timestamp": "2026-03-12T16:37:00.000Z", "type": "response_item", "payload": m}
+                      for m in messages]  # fmt: skip
+    path = tmp_path / "rollout-2026-03-12T16-36-47-019ce3fb-1087-7980-8f92-8d0171aaea6a.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def user_message(*texts: str, kinds: list[str] | None = None) -> dict[str, object]:
+    message: dict[str, object] = {"type": "message", "role": "user",
+                                  "content": [{"type": "input_text", "text": t} for t in texts]}  # fmt: skip
+    if kinds is not None:
+        message["internal_chat_message_metadata_passthrough"] = {"content_item_kinds": kinds}
+    return message
+
+
+@pytest.mark.parametrize("text", CODEX_INJECTED, ids=lambda t: t[1:24])
+def test_text_codex_injects_in_the_users_name_is_not_the_users_words(text: str, tmp_path: Path) -> None:
+    rollout = codex_rollout_with(tmp_path, [user_message(text), user_message(STATED)])
+    read = codex_rollout.read(rollout)
+    assert [(t.role, t.text) for t in read.turns] == [("user", STATED)]
+    assert read.skipped.get("harness") == 1
+
+
+def test_only_the_typed_items_of_a_codex_message_are_the_users_words(tmp_path: Path) -> None:
+    env = "<environment_context>\n  <cwd>/home/dev/project</cwd>\n</environment_context>"
+    rollout = codex_rollout_with(tmp_path, [
+        user_message(env, STATED),  # an older rollout: no kinds, one injected item beside the typed one
+        user_message(CODEX_INJECTED[0], "And remember to use pytest.", kinds=["collab.notification", "user.text"]),
+    ])  # fmt: skip
+    assert [t.text for t in codex_rollout.read(rollout).turns] == [STATED, "And remember to use pytest."]
+
+
+def test_a_codex_subagents_rollout_has_no_words_of_the_user(tmp_path: Path) -> None:
+    """A subagent's rollout (`session_meta.source` = {"subagent": …}): its user messages are the parent agent's."""
+    source = {"subagent": {"thread_spawn": {"parent_thread_id": "019ce3fb-0000", "depth": 1}}}
+    rollout = codex_rollout_with(tmp_path, [user_message(STATED)], source=source)
+    read = codex_rollout.read(rollout)
+    assert read.turns == [] and read.skipped.get("subagent") == 1
+    with rollout.open("a") as more:  # a later pass starts past the session_meta line
+        more.write(json.dumps({"type": "response_item", "payload": user_message("And remember to use pytest.")}) + "\n")
+    later = codex_rollout.read(rollout, read.cursor)
+    assert later.lines == 1 and later.turns == [] and later.skipped == {"subagent": 1}
