@@ -438,7 +438,7 @@ def _in_line_space(cands: list[miner.Candidate]) -> list[miner.Candidate]:
 def print_corpus(result: dict[str, Any], verbose: bool) -> None:
     cols = (
         f"{'host':<12} {'sess':>4} {'read':>4} {'unrd':>4} {'MUST':>9} {'NICE':>9} {'notes right':>13} "
-        f"{'HIGH right':>11} {'neg saved':>10} {'s/sess':>7} {'s/MB':>6}"
+        f"{'HIGH right':>11} {'neg saved':>12} {'s/sess':>7} {'s/MB':>6}"
     )
     for part, table in result["splits"].items():
         print(f"\n## corpus, {part} split (offline miner)\n")
@@ -451,7 +451,7 @@ def print_corpus(result: dict[str, Any], verbose: bool) -> None:
                 f"{nice['captured']:>3}/{nice['labels']:<3}{_fmt(nice['recall']):>5} "
                 f"{notes['right']:>4}/{notes['candidates']:<4}{_fmt(notes['precision']):>5} "
                 f"{high['right']:>3}/{high['candidates']:<3}{_fmt(high['precision']):>5} "
-                f"{neg['saved']:>3}/{neg['labels']:<3}{_fmt(neg['rate']):>4} "
+                f"{neg['saved']:>4}/{neg['labels']:<4}{_fmt(neg['rate']):>5} "
                 f"{_fmt(t['seconds_per_session']):>7} {_fmt(t['seconds_per_mb']):>6}"
             )
         for host, t in table.items():

@@ -331,3 +331,14 @@ def test_a_codex_subagents_rollout_has_no_words_of_the_user(tmp_path: Path) -> N
         more.write(json.dumps({"type": "response_item", "payload": user_message("And remember to use pytest.")}) + "\n")
     later = codex_rollout.read(rollout, read.cursor)
     assert later.lines == 1 and later.turns == [] and later.skipped == {"subagent": 1}
+
+
+def test_reflect_corpus_finds_one_object_gemini_chats(tmp_path: Path) -> None:
+    chats = tmp_path / "gem" / ".gemini" / "tmp" / "b899de0d" / "chats"
+    legacy_chat(chats / "session-2025-09-26T08-49-7d1c2b3a.json", LEGACY_MESSAGES)
+    migrated = legacy_chat(chats / "session-2025-09-26T10-00-8e2d3c4b.json", LEGACY_MESSAGES)
+    shutil.copy(GEMINI, migrated.with_name(migrated.name + "l"))  # resumed by 0.39+: the .jsonl copy is the live one
+    assert runner.corpus_files(chats) == sorted(
+        [chats / "session-2025-09-26T08-49-7d1c2b3a.json", migrated.with_name(migrated.name + "l")],
+        key=lambda p: (p.stat().st_mtime, str(p)),
+    )

@@ -218,8 +218,14 @@ def reflect_corpus(
 
 
 def corpus_files(folder: Path) -> list[Path]:
-    """The transcripts under `folder` (subagent files included), oldest first."""
+    """The transcripts under `folder` (subagent files included), oldest first.
+
+    Also Gemini CLI's one-object chats (`chats/session-*.json`, releases 0.4–0.38), unless a newer
+    release resumed one and moved it to `<name>.jsonl`.
+    """
     found = [p for p in folder.rglob("*.jsonl") if p.is_file()]
+    found += [p for p in folder.rglob("session-*.json")
+              if p.parent.name == "chats" and p.is_file() and not p.with_name(p.name + "l").exists()]  # fmt: skip
     return sorted(found, key=lambda p: (p.stat().st_mtime, str(p)))
 
 
