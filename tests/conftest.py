@@ -1,17 +1,67 @@
-"""Shared fixtures: every test gets its own MEMVAULT_HOME and, when asked, a fresh copy of a vault."""
+"""Shared fixtures: the run gets its own HOME and temp folder, every test its own MEMVAULT_HOME and vault copy."""
 
 from __future__ import annotations
 
 import datetime as dt
+import os
 import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from memvault import open_vault
+
+def _own_places() -> Path:
+    """Give the whole run a HOME, XDG folders, runtime folder and TMPDIR of its own, before anything reads them.
+
+    A test or a program it runs (an agent's CLI, install.sh, a test that drops the XDG variables) then
+    writes into these, never into the user's ~/.codex, ~/.gemini, ~/.claude, memvault's folders or the
+    runtime folder where the user's own service listens (tests/test_suite_isolation.py checks it). What
+    the run still takes from the user, read-only or as a download cache, is named here: the clients the
+    end-to-end tests install once per machine, pip's and npm's settings, pip's cache.
+    """
+    real_home = Path.home()
+    real_temp = tempfile.gettempdir()
+    import platformdirs
+
+    pip_conf = [p for p in (real_home / ".config/pip/pip.conf", real_home / ".pip/pip.conf") if p.is_file()]
+    keep = {
+        "MEMVAULT_E2E_CACHE": platformdirs.user_cache_path("memvault", appauthor=False) / "e2e",
+        "PIP_CACHE_DIR": platformdirs.user_cache_path("pip", appauthor=False),
+        "PIP_CONFIG_FILE": pip_conf[0] if pip_conf else None,
+        "NPM_CONFIG_USERCONFIG": real_home / ".npmrc" if (real_home / ".npmrc").is_file() else None,
+        # pytest's tmp_path folders stay where pytest keeps them: a longer path would move the tests' sockets
+        "PYTEST_DEBUG_TEMPROOT": real_temp,
+    }
+    for name, value in keep.items():
+        if value is not None and not os.environ.get(name):
+            os.environ[name] = str(value)
+    root = Path(tempfile.mkdtemp(prefix="memvault-tests-", dir=real_temp))
+    home, temp, runtime = root / "home", root / "tmp", root / "run"
+    for folder in (home, temp, runtime):
+        folder.mkdir(mode=0o700)
+    for name in [k for k in os.environ if k.startswith("XDG_")] + ["TEMP", "TMP"]:
+        os.environ.pop(name, None)  # XDG_CONFIG_DIRS and XDG_DATA_DIRS too: nothing of the user's desktop
+    os.environ.update(
+        HOME=str(home),
+        USERPROFILE=str(home),
+        TMPDIR=str(temp),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        XDG_DATA_HOME=str(home / ".local/share"),
+        XDG_STATE_HOME=str(home / ".local/state"),
+        XDG_CACHE_HOME=str(home / ".cache"),
+        XDG_RUNTIME_DIR=str(runtime),
+    )
+    tempfile.tempdir = None  # gettempdir() reads TMPDIR again
+    return root
+
+
+RUN_ROOT = _own_places()
+
+from memvault import open_vault  # noqa: E402  (after the run's own HOME: nothing may read the user's first)
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE_VAULT = REPO / "examples" / "vault"
@@ -106,6 +156,12 @@ def git_vault(vault_dir: Path):
     git(vault_dir, "add", "-A")
     git(vault_dir, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "initial")
     return open_vault(vault_dir)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The run's own HOME and temp folder go when it passed; after a failure they stay for a look."""
+    if exitstatus == 0:
+        shutil.rmtree(RUN_ROOT, ignore_errors=True)
 
 
 def configure(memvault_home: Path, text: str) -> None:

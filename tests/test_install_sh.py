@@ -28,6 +28,8 @@ OTHER_TOOL = (
 
 
 def _env(home: Path) -> dict[str, str]:
+    runtime = home.parent / f"{home.name}-run"
+    runtime.mkdir(mode=0o700, exist_ok=True)
     env = {
         k: v
         for k, v in os.environ.items()
@@ -39,6 +41,7 @@ def _env(home: Path) -> dict[str, str]:
         XDG_CONFIG_HOME=str(home / ".config"),
         XDG_STATE_HOME=str(home / ".local/state"),
         XDG_CACHE_HOME=str(home / ".cache"),
+        XDG_RUNTIME_DIR=str(runtime),  # unset, it would be the user's /run/user/<uid>, where their service listens
     )
     # The real user's pip config (a registry mirror, certificates) still applies with the throwaway HOME.
     for config in (Path.home() / ".config/pip/pip.conf", Path.home() / ".pip/pip.conf"):

@@ -112,6 +112,7 @@ class User:
     def __post_init__(self) -> None:
         self.home.mkdir(parents=True, exist_ok=True)
         (self.root / "tmp").mkdir(exist_ok=True)
+        (self.root / "run").mkdir(mode=0o700, exist_ok=True)  # its runtime folder: never the user's /run/user/<uid>
         (self.root / "debug").mkdir(exist_ok=True)
         self.seed_claude_json()
 
@@ -161,6 +162,7 @@ class User:
             "TERM": "xterm-256color",
             "SHELL": "/bin/bash",
             "TMPDIR": str(self.root / "tmp"),
+            "XDG_RUNTIME_DIR": str(self.root / "run"),
             "ANTHROPIC_API_KEY": API_KEY,
             **QUIET,
             **pip_settings(),
