@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from memvault import runtime
+from memvault.claude import registrations
 from memvault.errors import MemvaultError
 from memvault.index import catalog, db, embed
 from memvault.index.schema import UNREADABLE
@@ -88,6 +89,7 @@ def check(vault: Vault, *, service: bool = True, now: dt.datetime | None = None,
     _reflection_failures(vault, problems, warnings)
     problems += _open_state(vault)
     problems += _git_state(vault)
+    problems += registrations.missing_interpreters()  # hooks and MCP servers whose environment is gone
     warnings += _unmatched_protection(vault)
     copies = [rel for rel in listing.notes if disk.is_conflict_copy(rel)]
     if copies:

@@ -11,8 +11,8 @@ from typing import Any
 from memvault.errors import MemvaultError
 from memvault.store import disk
 
+from . import registrations, skillfile
 from . import settings as cs
-from . import skillfile
 from .installer import Target, load_manifest, read_bytes, real_path
 
 
@@ -82,6 +82,16 @@ def plan_uninstall(target: Target) -> Removal:
         backup_kept=backup if backup and backup != backup_removed and backup.exists() else None,
         empty_dirs=list(manifest.get("created_dirs") or []) if manifest else [],
     )
+
+
+def recorded_targets() -> list[Target]:
+    """Every Claude Code settings file an install record names (each scope and project installed into)."""
+    found = []
+    for _, data in registrations.records():
+        settings, scope = data.get("settings"), data.get("scope")
+        if data.get("host") == "claude-code" and isinstance(settings, str) and scope in ("user", "project"):
+            found.append(Target(scope, Path(settings), Path(settings).parent / "skills"))
+    return found
 
 
 def apply_uninstall(removal: Removal) -> None:

@@ -141,6 +141,11 @@ def uninstall_mcp(client: str, dry_run: bool, as_json: bool) -> dict[str, Any]:
     return _carry_out(plan, hosts_uninstall.apply_uninstall, dry_run, as_json, installing=False)
 
 
+def uninstall_plan(plan: hosts_install.Plan, dry_run: bool, as_json: bool) -> dict[str, Any]:
+    """One removal planned elsewhere (`uninstall --all`): applied unless a dry run, shown, returned as JSON."""
+    return _carry_out(plan, hosts_uninstall.apply_uninstall, dry_run, as_json, installing=False)
+
+
 def _carry_out(
     plan: hosts_install.Plan,
     apply: Callable[[hosts_install.Plan], Any],

@@ -12,6 +12,7 @@ from memvault import paths as paths_mod
 from memvault.claude import installer, skillfile
 from memvault.claude import uninstall as uninstall_mod
 from memvault.errors import MemvaultError
+from memvault.hosts import uninstall as hosts_uninstall
 
 from . import agents
 from .group import cli, err, json_option, out, print_json
@@ -170,23 +171,44 @@ def _next_step(plan: installer.Plan) -> None:
 @cli.command()
 @agents.host_option
 @agents.mcp_option
+@click.option(
+    "--all",
+    "everything",
+    is_flag=True,
+    help="Every registration memvault made on this machine: Claude Code (each scope and project recorded), "
+    "Codex CLI, Gemini CLI and every MCP client.",
+)
 @_scope
 @_project
 @_dry_run
 @json_option
 def uninstall(
-    host: str | None, mcp: tuple[str, ...], scope: str, project: Path | None, dry_run: bool, as_json: bool
+    host: str | None,
+    mcp: tuple[str, ...],
+    everything: bool,
+    scope: str,
+    project: Path | None,
+    dry_run: bool,
+    as_json: bool,
 ) -> None:
     """Disconnect an agent: remove memvault's hooks (and skill) or MCP registration; the vault and the config stay.
 
     Only what memvault added is removed. When a file is otherwise unchanged since the install, its
     original bytes are put back (or it is deleted, if the install created it); changes you made in
-    between are kept. Without --host or --mcp, Claude Code is disconnected.
+    between are kept. Without --host or --mcp, Claude Code is disconnected; --all disconnects every
+    agent memvault was connected to here (install.sh --uninstall runs it before removing the environment).
     """
+    if everything:
+        if host or mcp:
+            raise MemvaultError("--all already includes every --host and --mcp; give one or the other", code="usage")
+        results = _uninstall_everything(scope, project, dry_run, as_json)
+        if as_json:
+            print_json({"results": results, "dry_run": dry_run})
+        return
     results = []
     for name in agents.hosts_of(host, mcp, found_only=False):
         if name == "claude-code":
-            results.append(_uninstall_claude(scope, project, dry_run, as_json))
+            results.append(_uninstall_claude(installer.Target.of(scope, project), dry_run, as_json))
         else:
             results.append(agents.uninstall_host(name, dry_run, as_json))
     results += [agents.uninstall_mcp(client, dry_run, as_json) for client in agents.mcp_clients(mcp)]
@@ -194,8 +216,23 @@ def uninstall(
         print_json(results[0] if len(results) == 1 else {"results": results, "dry_run": dry_run})
 
 
-def _uninstall_claude(scope: str, project: Path | None, dry_run: bool, as_json: bool) -> dict[str, Any]:
-    target = installer.Target.of(scope, project)
+def _uninstall_everything(scope: str, project: Path | None, dry_run: bool, as_json: bool) -> list[dict[str, Any]]:
+    """`uninstall --all`: Claude Code's recorded targets (and the one --scope names), then every other agent's
+    files; only what changes is shown."""
+    targets = [installer.Target.of(scope, project), *uninstall_mod.recorded_targets()]
+    results = []
+    for target in {str(t.settings): t for t in targets}.values():
+        if uninstall_mod.plan_uninstall(target).changed:
+            results.append(_uninstall_claude(target, dry_run, as_json))
+    for plan in hosts_uninstall.everywhere():  # each applied before the next is planned
+        if plan.changed:
+            results.append(agents.uninstall_plan(plan, dry_run, as_json))
+    if not results and not as_json:
+        out.print("nothing to uninstall: no agent on this machine has memvault's hooks, skill or MCP server")
+    return results
+
+
+def _uninstall_claude(target: installer.Target, dry_run: bool, as_json: bool) -> dict[str, Any]:
     removal = uninstall_mod.plan_uninstall(target)
     if not dry_run and removal.changed:
         uninstall_mod.apply_uninstall(removal)

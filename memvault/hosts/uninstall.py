@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import copy
 import hashlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from memvault.claude import registrations
 from memvault.claude import settings as cs
 from memvault.claude.installer import BACKUP_SUFFIX, read_bytes, real_path
 from memvault.errors import MemvaultError
@@ -48,6 +50,40 @@ def plan_uninstall_mcp(client: str) -> Plan:
     target = MCP_CLIENTS[client]()
     edit = _unblock(target, MCP_BLOCK) if client == "codex" else _unmerge(target, hooks=False, server=True)
     return Plan(f"mcp:{client}", [edit])
+
+
+def everywhere() -> Iterator[Plan]:
+    """Plans that take every memvault registration out of every agent's file (`uninstall --all`): the hooks,
+    trust and MCP entries in each host's and MCP client's usual place, and in every file an install record
+    names (an install made with another CODEX_HOME, say). Planned one at a time: apply each plan before
+    asking for the next, so two plans on one file (config.toml's two blocks) see each other's result."""
+    files: dict[Path, str] = {}
+    codex = places.codex_home()
+    files[codex / "hooks.json"] = spec.CODEX
+    files[codex / "config.toml"] = spec.CODEX
+    files[places.gemini_dir() / "settings.json"] = spec.GEMINI
+    for client, where in MCP_CLIENTS.items():
+        files.setdefault(where(), f"mcp:{client}")
+    for _, data in registrations.records():
+        file = data.get("file")
+        if isinstance(file, str) and file:
+            files.setdefault(Path(file), _host_of(data.get("labels")))
+    for path, host in files.items():
+        if path.suffix == ".toml":
+            for block in (TRUST_BLOCK, MCP_BLOCK):
+                yield Plan(host, [_unblock(path, block)])
+        else:
+            yield Plan(host, [_unmerge(path, hooks=True, server=True)])
+
+
+def _host_of(labels: object) -> str:
+    """The host an install record's labels name (`codex-hooks`, `gemini-settings`, `mcp-cursor`…)."""
+    for label in labels if isinstance(labels, list) else []:
+        if isinstance(label, str) and label.startswith("mcp-"):
+            return "mcp:" + label.removeprefix("mcp-")
+        if isinstance(label, str) and label.split("-")[0] in spec.HOSTS:
+            return label.split("-")[0]
+    return "memvault"
 
 
 def _unmerge(target: Path, *, hooks: bool, server: bool) -> Edit:
