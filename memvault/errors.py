@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import errno
+import os
+
 # Reason codes of the safety envelope (SPEC §4). Scripts match on these strings.
 REASON_CODES = (
     "path_escape",
@@ -13,6 +16,10 @@ REASON_CODES = (
     "missing",
     "protected",
 )
+
+READ_ONLY = (errno.EROFS,)
+FULL = (errno.ENOSPC, errno.EDQUOT)
+DENIED = (errno.EACCES, errno.EPERM)
 
 
 class MemvaultError(Exception):
@@ -68,3 +75,32 @@ class GitError(MemvaultError):
     """A git operation on the vault repository failed."""
 
     code = "git"
+
+
+class NotWritable(MemvaultError):
+    """The filesystem refused a write (read-only, full, no permission); the message says what was kept."""
+
+    code = "not_writable"
+    reason = ""  # why, without what became of the change: "the vault is read-only (PATH)"
+
+
+def not_writable(exc: OSError, where: str, folder: str | os.PathLike[str], *, kept: bool = False) -> NotWritable:
+    """The one line for an OSError a change met writing in `where` ("the vault"), whose folder is `folder`.
+
+    `kept` says the change could not be taken back either: its journal entry stays, and the next
+    command that can write finishes it. Otherwise nothing of the change was written.
+    """
+    if exc.errno in READ_ONLY:
+        reason = f"{where} is read-only ({os.fspath(folder)})"
+    elif exc.errno in FULL:
+        reason = f"the disk holding {where} is full ({os.fspath(folder)})"
+    elif exc.errno in DENIED:
+        reason = f"no permission to write in {where} ({os.path.dirname(exc.filename or '') or os.fspath(folder)})"
+    else:
+        reason = f"cannot write in {where} ({exc.filename or os.fspath(folder)}: {exc.strerror or exc})"
+    done = "nothing was written"
+    if kept:
+        done = "the change is half written; the next command that can write there finishes it"
+    error = NotWritable(f"{reason}: {done}")
+    error.reason = reason
+    return error

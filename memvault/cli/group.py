@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from memvault import __version__
-from memvault.errors import MemvaultError, ProtectedError
+from memvault.errors import DENIED, FULL, READ_ONLY, MemvaultError, NotWritable, ProtectedError
 from memvault.vault.core import Vault, WriteResult, open_vault
 
 # soft_wrap: a line longer than the terminal is left for the terminal to wrap, never broken by us, so a
@@ -33,21 +33,35 @@ class _Group(click.Group):
         except (KeyboardInterrupt, click.Abort):  # one line, not click's "Aborted!"; every write is atomic
             err.print("stopped: interrupted (nothing is left half-written)")
             raise click.exceptions.Exit(130) from None
+        except NotWritable as exc:  # its one line also says when an earlier, interrupted change still waits
+            if isinstance(ctx.obj, State):
+                ctx.obj.unfinished = None
+            raise click.ClickException(str(exc)) from None
         except MemvaultError as exc:
             if exc.code == "usage":
                 raise click.UsageError(exc.args[0]) from None
             raise click.ClickException(str(exc)) from None
+        except OSError as exc:  # a folder that cannot be written, met outside a vault change: one line too
+            if exc.errno not in (*READ_ONLY, *FULL, *DENIED):
+                raise
+            message = f"cannot write {exc.filename}: {exc.strerror}" if exc.filename else str(exc)
+            raise click.ClickException(f"{message} [{NotWritable.code}]") from None
+        finally:
+            if isinstance(ctx.obj, State) and ctx.obj.unfinished:  # after the command's own output
+                err.print(f"[yellow]warning:[/] {ctx.obj.unfinished}")
 
 
 class State:
     def __init__(self, vault_path: str | None) -> None:
         self.vault_path = vault_path
         self._vault: Vault | None = None
+        self.unfinished: str | None = None  # an interrupted change opening the vault could not finish
 
     @property
     def vault(self) -> Vault:
         if self._vault is None:
             self._vault = open_vault(self.vault_path)
+            self.unfinished = self._vault.changes.unfinished  # a reader still answers; it says why at the end
         return self._vault
 
 

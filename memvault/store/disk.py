@@ -6,6 +6,7 @@ Does NOT parse frontmatter (that is `notes`) or decide what may be written (that
 from __future__ import annotations
 
 import contextlib
+import errno
 import fnmatch
 import json
 import os
@@ -169,6 +170,7 @@ def atomic_write(
     right before the rename (after the slow part: writing and syncing the temp file); if it raises,
     nothing is renamed.
     """
+    _injected_error(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         mode: int | None = 0o600 if private else os.stat(path).st_mode & 0o7777
@@ -196,9 +198,26 @@ def atomic_write(
 
 def remove(path: Path) -> None:
     """Delete a file durably (missing is fine)."""
+    _injected_error(path)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
         fsync_dir(path.parent)
+
+
+FAULT_OSERROR = "MEMVAULT_FAULT_OSERROR"
+
+
+def _injected_error(path: Path) -> None:
+    """Tests only: with `MEMVAULT_FAULT_OSERROR=ENOSPC@FOLDER` (any errno name) every atomic write or removal
+    below FOLDER raises that OSError, as a full disk, a read-only mount or a missing permission would (root
+    ignores file modes, and not every test machine may mount a filesystem). Unset, it costs one lookup."""
+    spec = os.environ.get(FAULT_OSERROR)
+    if not spec:
+        return
+    name, _, folder = spec.partition("@")
+    if is_inside(os.path.realpath(path), os.path.realpath(folder)):
+        code = getattr(errno, name)
+        raise OSError(code, os.strerror(code), str(path))
 
 
 def fsync_dir(path: Path) -> None:

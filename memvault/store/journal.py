@@ -8,6 +8,7 @@ overwrite a file someone changed since is not done: the journal is set aside as 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -65,9 +66,15 @@ def text_digest(text: str | None) -> str:
 
 
 def write(journal_dir: Path, intent: Intent) -> Path:
+    """Write the intent record; when that fails (a full or read-only state folder) no record is left behind."""
     path = journal_dir / f"{intent.id}.json"
     payload = {"id": intent.id, "op": intent.op, "message": intent.message, "ops": [asdict(o) for o in intent.ops]}
-    disk.atomic_write(path, json.dumps(payload, ensure_ascii=False).encode("utf-8"), private=True)
+    try:
+        disk.atomic_write(path, json.dumps(payload, ensure_ascii=False).encode("utf-8"), private=True)
+    except OSError:
+        with contextlib.suppress(OSError):  # renamed, then the folder's fsync failed: not a change to replay
+            os.unlink(path)
+        raise
     fault.checkpoint("journal written")
     return path
 
@@ -78,13 +85,24 @@ def read(path: Path) -> Intent:
     return Intent(data["id"], data["op"], data["message"], ops)
 
 
+class HalfWritten(Exception):
+    """A change that failed part way could not be put back either: its record must stay for a replay."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 def apply(root: Path, intent: Intent, *, check: bool = False) -> None:
     """Bring every file to its new state; files already there are left alone.
 
     With `check` (a change being made, not a replay), each file is compared with its recorded
     before-digest right before it is renamed over or deleted. A file changed since it was read (an
     edit saved in Obsidian meanwhile, a sync) is never overwritten: the files this call already wrote
-    are put back as they were and `SafetyError` (code `conflict`) is raised.
+    are put back as they were and `SafetyError` (code `conflict`) is raised. A write the filesystem
+    refuses (read-only, full, no permission: an OSError) or a file that cannot be read is handled the
+    same way, the error raised as it came; if putting back fails too, `HalfWritten` is raised and the
+    caller keeps the record. A replay (no `check`) stops at the error: its record stays, to be replayed.
     """
     done: list[tuple[Path, bytes | None]] = []  # (file, its bytes before) for putting back
     try:
@@ -100,12 +118,17 @@ def apply(root: Path, intent: Intent, *, check: bool = False) -> None:
                 disk.atomic_write(target, op.content.encode("utf-8"), before_replace=guard)
                 done.append((target, seen[0] if seen else None))
             fault.checkpoint(f"{op.path} {'deleted' if op.content is None else 'written'}")
-    except SafetyError:
-        for target, old in reversed(done):
-            if old is None:
-                disk.remove(target)
-            else:
-                disk.atomic_write(target, old)
+    except (MemvaultError, OSError) as exc:
+        if not check:
+            raise
+        try:
+            for target, old in reversed(done):
+                if old is None:
+                    disk.remove(target)
+                else:
+                    disk.atomic_write(target, old)
+        except OSError as undo_error:
+            raise HalfWritten(exc if isinstance(exc, OSError) else undo_error) from exc
         raise
 
 

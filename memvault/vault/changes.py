@@ -12,12 +12,12 @@ import json
 import os
 import subprocess
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from memvault import config as config_mod
-from memvault import fault, paths
-from memvault.errors import GitError, SafetyError, VaultNotFound
+from memvault import errors, fault, paths
+from memvault.errors import GitError, MemvaultError, NotWritable, SafetyError, VaultNotFound
 from memvault.store import disk, gitops, journal, safety
 from memvault.store.model import WriteResult
 
@@ -35,22 +35,60 @@ class Changes:
         self.journal_dir = self.state_dir / "journal"
         self.uncommitted_dir = self.state_dir / "uncommitted"  # changes written while git could not commit
         self.waived = False  # set by Vault.protection_waived() for an explicit, confirmed command
+        self.unfinished: str | None = None  # why `recover` could not finish an interrupted change, for the user
 
     @contextmanager
     def mutation(self) -> Iterator[None]:
-        """Hold the vault lock, with every interrupted change finished first."""
+        """Hold the vault lock, with every interrupted change finished first.
+
+        A folder that cannot be written (read-only, full, no permission) is one `NotWritable` line here,
+        before anything of the new change is written.
+        """
         if not self.root.is_dir():
             raise VaultNotFound(f"vault folder {self.root} is gone")
-        with disk.vault_lock(self.lock_file(), self.config.vault.lock_timeout_s):
-            self.replay()
+        with self._locked():
+            try:
+                self.replay()
+            except OSError as exc:
+                raise self.not_writable(exc, waiting=True) from None
             yield
 
     def recover(self) -> list[str]:
-        """Finish (or set aside) mutations a crash interrupted; returns what was replayed."""
+        """Finish (or set aside) mutations a crash interrupted; returns what was replayed.
+
+        For every command, readers included, so it never raises for a folder that cannot be written:
+        the change stays in the journal (finished by the next command that can write) and
+        `unfinished` says why, for the caller to show.
+        """
         if not (journal.pending(self.journal_dir) or journal.pending_undos(self.journal_dir) or self.uncommitted()):
             return []
-        with disk.vault_lock(self.lock_file(), self.config.vault.lock_timeout_s):
-            return self.replay()
+        try:
+            with self._locked():
+                return self.replay()
+        except (OSError, NotWritable) as exc:
+            why = (exc if isinstance(exc, NotWritable) else self.not_writable(exc)).reason
+            self.unfinished = f"an interrupted change could not be finished ({why}); the next write will finish it"
+            return []
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        """The vault lock; a state folder where the lock cannot be made is a `NotWritable` error."""
+        with ExitStack() as stack:
+            try:
+                stack.enter_context(disk.vault_lock(self.lock_file(), self.config.vault.lock_timeout_s))
+            except OSError as exc:
+                raise self.not_writable(exc) from None
+            yield
+
+    def not_writable(self, exc: OSError, *, kept: bool = False, waiting: bool = False) -> NotWritable:
+        """The one-line error for a write the filesystem refused, naming the vault or the state folder."""
+        name = os.fspath(exc.filename) if isinstance(exc.filename, (str, os.PathLike)) else ""
+        state = bool(name) and disk.is_inside(os.path.realpath(name), os.path.realpath(self.state_dir))
+        where, folder = ("memvault's state folder", self.state_dir) if state else ("the vault", self.root)
+        error = errors.not_writable(exc, where, folder, kept=kept)
+        if waiting:  # the replay of an earlier, interrupted change failed: it stays in the journal
+            error.args = (f"{error.args[0]}; an interrupted earlier change waits to be finished",)
+        return error
 
     def lock_file(self) -> Path:
         paths.ensure_private_dir(self.journal_dir)
@@ -172,11 +210,18 @@ class Changes:
         if self.config.memory.transparency != "silent":
             page = changelog.log_op(self.root, self.folder, log, rel)
             intent = dataclasses.replace(intent, ops=(*intent.ops, page)) if page else intent
-        record = journal.write(self.journal_dir, intent)
+        try:
+            record = journal.write(self.journal_dir, intent)
+        except OSError as exc:
+            raise self.not_writable(exc) from None
         try:
             journal.apply(self.root, intent, check=True)  # each file compared with its digest right before its rename
-        except SafetyError:
+        except journal.HalfWritten as exc:  # neither done nor undone: the record stays, a replay finishes it
+            raise self.not_writable(exc.error, kept=True) from None
+        except (MemvaultError, OSError) as exc:
             record.unlink()  # nothing of it stays: the files it had written are back as they were
+            if isinstance(exc, OSError):
+                raise self.not_writable(exc) from None
             raise
         sha, git_warning = self.git_commit(intent)
         record.unlink()
