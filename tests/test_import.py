@@ -400,3 +400,21 @@ def test_cli_import_says_what_it_held_for_review(vault_dir: Path, tmp_path: Path
     result = CliRunner().invoke(cli, ["--vault", str(vault_dir), "import", str(tmp_path / "notes")])
     assert result.exit_code == 0, result.output
     assert "held for review" in result.output and "memvault review" in result.output
+
+
+def test_the_plan_warns_about_links_to_files_that_are_not_imported_found_or_not(vault: Vault, tmp_path: Path) -> None:
+    """Wikilinks and embeds, to notes and attachments: a link whose file stays behind, or that the folder does
+    not hold at all (a folder outside any vault, an attachment kept elsewhere), is named in the plan's warning."""
+    write(tmp_path, "plain/a.md", (
+        "See ![[diagram.png]], ![[sub/pic.png|300]], [[Ghost note]], [[b]] and [c](../elsewhere/c.md).\n"
+        "Not links: [[#Heading]], [site](https://example.com), [top](#top), `[[in code]]`.\n"
+    ))  # fmt: skip
+    write(tmp_path, "plain/b.md", "B, with [[a#Heading]].\n")
+    write(tmp_path, "elsewhere/c.md", "c\n")
+    plan = importer.plan(vault, tmp_path / "plain")
+    assert [n.source for n in plan.notes] == ["a.md", "b.md"]
+    warned = " ".join(plan.warnings)
+    for name in ("diagram.png", "sub/pic.png", "Ghost note", "../elsewhere/c.md"):
+        assert name in warned, (name, plan.warnings)
+    for name in ("b.md", "Heading", "example.com", "#top", "in code"):
+        assert name not in warned, (name, plan.warnings)

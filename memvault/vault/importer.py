@@ -54,6 +54,7 @@ class Planned:
     text: str = field(repr=False)
     lost: tuple[str, ...] = ()  # files its links opened that are not imported (as paths of the old vault)
     held: str | None = None  # the risk screen's warning: a standing instruction written to _review/ instead
+    unfound: tuple[str, ...] = ()  # its links that open no file where it was (as written)
 
 
 @dataclass
@@ -199,7 +200,9 @@ def _one(
         final = notes.dump(notes.with_meta(note, added)) if added else notes.dump(note)
     op, _ = vault.changes.new_file(new, final)  # path confined and free, size and secrets as for any write
     lost = tuple(t for t in links.targets(text, old, before) if t not in moved)
-    return Planned(inner, new, sub_kind, tuple(added), count, op.content or final, lost, held[1] if held else None)
+    unfound = tuple(links.unresolved(text, old, before))
+    final = op.content or final
+    return Planned(inner, new, sub_kind, tuple(added), count, final, lost, held[1] if held else None, unfound)
 
 
 def _screen(vault: Vault, world_root: Path, moved: dict[str, str], group: str) -> dict[str, tuple[str, str]]:
@@ -291,13 +294,23 @@ def _name_clashes(vault: Vault, moved: list[str], result: Plan) -> None:
 
 
 def _dangling(result: Plan) -> None:
-    """Warn about links that opened a file which is not carried over (attachments, notes outside the folder)."""
+    """Warn about links (wikilinks, embeds, markdown links) to files that are not carried over: attachments and
+    notes outside the folder, and links that opened no file where the notes were."""
     lost = sorted({t for n in result.notes for t in n.lost})
     if lost:
-        shown = ", ".join(lost[:5]) + (f" and {len(lost) - 5} more" if len(lost) > 5 else "")
         result.warnings.append(
-            f"links to {len(lost)} file(s) that are not imported stay as written and may not open: {shown}"
+            f"links to {len(lost)} file(s) that are not imported stay as written and may not open: {_some(lost)}"
         )
+    unfound = sorted({t for n in result.notes for t in n.unfound})
+    if unfound:
+        result.warnings.append(
+            f"links to {len(unfound)} file(s) not found where the notes are (not imported) stay as written and "
+            f"may open nothing, or another note of that name in the vault: {_some(unfound)}"
+        )
+
+
+def _some(names: list[str]) -> str:
+    return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
 
 
 # ---- applying and undoing ------------------------------------------------------------------------

@@ -146,3 +146,20 @@ def targets(text: str, source: str, files: Files) -> list[str]:
         if not any(a <= match.start() < b for a, b in skip):
             found.append(resolve_markdown(match.group(3), source, files) or "")
     return [p for p in dict.fromkeys(found) if p]
+
+
+def unresolved(text: str, source: str, files: Files) -> list[str]:
+    """The links of the note that open no file (wikilink targets and markdown paths as written), each once."""
+    skip = [m.span() for m in _CODE.finditer(text)]
+    found: list[str] = []
+    for match in WIKILINK.finditer(text):
+        target = match.group(2).strip()  # empty: a heading or block of the note itself
+        if target and not any(a <= match.start() < b for a, b in skip) and resolve(target, source, files) is None:
+            found.append(target)
+    for match in MDLINK.finditer(text):
+        path = unquote(match.group(3).strip("<>").split("#", 1)[0])  # empty: an anchor in the note itself
+        if not path or _SCHEME.match(path) or any(a <= match.start() < b for a, b in skip):
+            continue
+        if resolve_markdown(match.group(3), source, files) is None:
+            found.append(path)
+    return list(dict.fromkeys(found))
