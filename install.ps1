@@ -8,8 +8,8 @@ show recall working on a copy of the bundled example vault. Safe to run again.
   powershell -ExecutionPolicy Bypass -File install.ps1 --vault C:\Obsidian  the same, and record your vault
   powershell -ExecutionPolicy Bypass -File install.ps1 -NoPythonDeps        without the embedding stack
   powershell -ExecutionPolicy Bypass -File install.ps1 -NoDemo              skip the demo
-  powershell -ExecutionPolicy Bypass -File install.ps1 -Uninstall           memvault uninstall, then remove
-                                                                            the environment (never your vault)
+  powershell -ExecutionPolicy Bypass -File install.ps1 -Uninstall           memvault uninstall --all (every agent),
+                                                                            then remove the environment (never your vault)
 
 Every argument that is not one of the switches above goes to `memvault install` (or `memvault uninstall`):
 --vault PATH, --skill-name NAME, --scope user|project, --project DIR, --dry-run.
@@ -81,11 +81,17 @@ function Get-UserPath {
 if ($Uninstall) {
     $Where = @()
     if (Test-Path $VenvMemvault) {
-        Write-Host "==> memvault uninstall $($Pass -join ' ')"
-        Invoke-Native 'memvault uninstall' $VenvMemvault (@('uninstall') + $Pass)
+        # Every agent's registrations first: they name this environment's python.exe and would fail once it is gone.
+        Write-Host "==> removing memvault's hooks, skill and MCP servers from every agent (memvault uninstall --all $($Pass -join ' '))"
+        Invoke-Native 'memvault uninstall' $VenvMemvault (@('uninstall', '--all') + $Pass)
         $Where = @(& $VenvPy -c 'from memvault import paths; print(paths.config_file()); print(paths.state_dir())')
+        if (-not $DryRun) {
+            # A running service holds files of the environment open: Windows would refuse to remove them.
+            $stopped = & $VenvMemvault serve --stop 2>$null
+            Write-Host "==> stopping the embedding service: $(if ($stopped) { $stopped } else { 'not running' })"
+        }
     } else {
-        Write-Host "==> no environment at ${Venv}: nothing to uninstall from Claude Code"
+        Write-Host "==> no environment at ${Venv}: nothing to uninstall (run memvault uninstall --all if you installed it elsewhere)"
     }
     if ($DryRun) {
         Write-Host "==> dry run: would remove $Venv and $BinDir"

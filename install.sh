@@ -7,8 +7,9 @@
 #                                    to `memvault install`: --vault, --skill-name, --scope, --project, --dry-run)
 #   ./install.sh --no-python-deps    without the embedding stack (keyword-only recall)
 #   ./install.sh --no-demo           skip the demo
-#   ./install.sh --uninstall         `memvault uninstall`, stop the embedding service, then remove the
-#                                    environment and the memvault link (never your vault; the config and state are kept)
+#   ./install.sh --uninstall         `memvault uninstall --all` (every agent's hooks, skill and MCP servers), stop the
+#                                    embedding service, then remove the environment and the memvault link
+#                                    (never your vault; the config and state are kept)
 #
 # The options for `memvault install` are checked before anything is installed: a missing --vault folder
 # fails at once, not after the dependencies.
@@ -47,19 +48,23 @@ BIN_DIR="$HOME/.local/bin"
 LINK="$BIN_DIR/memvault"
 
 # ---- uninstall ------------------------------------------------------------------------------
+# Every registration first (hooks, skill, MCP servers of every agent: they name this environment's Python,
+# and would fail on every prompt once it is gone), then the service, then the environment: renamed aside at
+# once and its files (tens of thousands with torch) deleted in the background.
 if [ "$UNINSTALL" = 1 ]; then
+  START=$SECONDS
+  WHERE=""
   if [ -x "$VENV/bin/memvault" ]; then
-    echo "==> memvault uninstall ${PASS[*]:-}"
-    "$VENV/bin/memvault" uninstall ${PASS[@]+"${PASS[@]}"}
+    echo "==> removing memvault's hooks, skill and MCP servers from every agent (memvault uninstall --all${PASS[*]:+ ${PASS[*]}})"
+    "$VENV/bin/memvault" uninstall --all ${PASS[@]+"${PASS[@]}"}
     WHERE=$("$VENV/bin/python" -c 'from memvault import paths; print(paths.config_file()); print(paths.state_dir())' 2>/dev/null || true)
     if [ "$DRY_RUN" = 1 ]; then
       echo "==> dry run: would stop the embedding service if it runs"
-    elif [ "$("$VENV/bin/memvault" serve --stop 2>/dev/null || true)" = "stopped" ]; then
-      echo "==> stopped the embedding service"  # it would otherwise run from the removed environment until idle
+    else
+      echo "==> stopping the embedding service: $("$VENV/bin/memvault" serve --stop 2>/dev/null || echo "not running")"
     fi
   else
-    echo "==> no environment at $VENV: nothing to uninstall from Claude Code (run memvault uninstall if you installed it elsewhere)"
-    WHERE=""
+    echo "==> no environment at $VENV: nothing to uninstall (run memvault uninstall --all if you installed it elsewhere)"
   fi
   if [ "$DRY_RUN" = 1 ]; then
     echo "==> dry run: would remove $VENV and $LINK"
@@ -70,12 +75,20 @@ if [ "$UNINSTALL" = 1 ]; then
     echo "==> removed the link $LINK"
   fi
   if [ -d "$VENV" ]; then
-    rm -rf "$VENV"
-    echo "==> removed the environment $VENV"
+    TRASH="$(dirname "$VENV")/.memvault-removed-$$"
+    if mv "$VENV" "$TRASH" 2>/dev/null; then
+      # Detached, quiet: the user's terminal and any caller's pipes are not held open while it runs.
+      nohup sh -c 'rm -rf "$1" "$(dirname "$1")"/.memvault-removed-*; rmdir "$2" 2>/dev/null' sh "$TRASH" "$DATA_DIR" \
+        </dev/null >/dev/null 2>&1 &
+      echo "==> removed the environment $VENV (its files are deleted in the background)"
+    else
+      rm -rf "$VENV"
+      echo "==> removed the environment $VENV"
+    fi
   fi
   rmdir "$DATA_DIR" 2>/dev/null || true
   echo
-  echo "Uninstalled. Your vault is untouched."
+  echo "Uninstalled in $((SECONDS - START)) s. Your vault is untouched."
   if [ -n "$WHERE" ]; then
     echo "Kept: the config $(echo "$WHERE" | sed -n 1p)"
     echo "      and the per-machine state (index, hook logs) in $(echo "$WHERE" | sed -n 2p); delete them by hand if you want."
@@ -191,4 +204,4 @@ case " ${PASS[*]:-} " in
 esac
 echo "  start a new Claude Code session: relevant notes are recalled into your prompts"
 echo "  memvault health                                          check the vault, the index and the hooks"
-echo "  $0 --uninstall                                  remove the hooks, the skill and the environment"
+echo "  $0 --uninstall                                  remove every agent's hooks, the skill and the environment"

@@ -242,7 +242,7 @@ def memvault_cmd(python: str, env: dict[str, str], *args: str, ok: bool = True) 
         text=True,
         timeout=120,
         stdin=subprocess.DEVNULL,
-        preexec_fn=lambda: os.umask(0o022),  # noqa: PLW1509 - a plain umask, no threads involved
+        preexec_fn=lambda: os.umask(0o022),  # a plain umask, no threads involved
     )
     if ok:
         assert proc.returncode == 0, f"memvault {' '.join(args)}:\n{proc.stdout}\n{proc.stderr}"

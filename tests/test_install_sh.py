@@ -161,7 +161,7 @@ def test_install_sh_merges_into_existing_settings_is_idempotent_and_uninstalls_b
 
     # Uninstall: the original bytes back, skill, environment and link gone, vault and config kept.
     out = _run(home, "--uninstall").stdout
-    assert "stopped the embedding service" in out
+    assert "stopping the embedding service: stopped" in out
     assert _exits(service)
     assert settings_file.read_bytes() == OTHER_TOOL.encode()
     assert not (claude / "skills/memvault").exists()
@@ -222,3 +222,48 @@ def test_install_sh_help_lists_its_own_options() -> None:
     assert proc.returncode == 0
     for option in ("--no-python-deps", "--no-demo", "--uninstall", "--vault"):
         assert option in proc.stdout
+
+
+def test_install_sh_uninstall_removes_every_agents_registration_says_each_step_and_is_quick(
+    tmp_path: Path, vault_dir: Path
+) -> None:
+    """Codex, Gemini and MCP registrations made from install.sh's environment are gone with it (before, they
+    were left pointing at the removed environment: Gemini's hook then failed with exit 127 on every prompt)."""
+    from tests.test_host_install import GUIDE_STEPS, fake_environment, machine_env, memvault_cmd
+
+    venv, extra = fake_environment(tmp_path)
+    env = machine_env(tmp_path, MEMVAULT_VENV=str(venv), **extra)
+    home = Path(env["HOME"])
+    for folder in (".codex", ".gemini", ".cursor", ".config/Claude"):
+        (home / folder).mkdir(parents=True)
+    python = str(venv / "bin/python")
+    memvault_cmd(python, env, "install", "--vault", str(vault_dir))
+    for step in GUIDE_STEPS:
+        memvault_cmd(python, env, *step)
+    named = [p for p in home.rglob("*") if p.is_file() and str(venv).encode() in p.read_bytes()]
+    assert len(named) >= 6
+
+    def uninstall(*args: str) -> tuple[str, float]:
+        start = time.monotonic()
+        proc = subprocess.run(["bash", str(REPO / "install.sh"), "--uninstall", *args], env=env,
+                              capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)  # fmt: skip
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        return proc.stdout, time.monotonic() - start
+
+    dry, _ = uninstall("--dry-run")
+    for path in named:
+        if not any(part in str(path) for part in ("/skills/", "/.local/state/", ".memvault-backup")):
+            assert str(path) in dry, (path, dry)
+    assert venv.is_dir() and [p for p in named if str(venv).encode() in p.read_bytes()] == named
+
+    out, seconds = uninstall()
+    for step in ("==> removing memvault's hooks", "==> stopping the embedding service", "==> removed the environment"):
+        assert step in out, out
+    assert not venv.exists()
+    left = [p for p in home.rglob("*") if p.is_file() and str(venv).encode() in p.read_bytes()]
+    assert left == []
+    assert seconds < 30, out
+    deadline = time.monotonic() + 30  # the removed environment's files are deleted in the background
+    while list(tmp_path.glob(".memvault-removed-*")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert list(tmp_path.glob(".memvault-removed-*")) == []

@@ -271,7 +271,7 @@ def test_install_ps1_has_its_switches_and_passes_the_rest_to_memvault_install() 
     for switch in ("NoPythonDeps", "NoDemo", "Uninstall"):
         assert f"[switch]${switch}" in params.group(1)
     assert "$Pass = @($args)" in text
-    assert "@('install') + $Pass" in text and "@('uninstall') + $Pass" in text
+    assert "@('install') + $Pass" in text and "@('uninstall', '--all') + $Pass" in text
     assert "Test-Python 'py' @('-3')" in text  # py -3 first
     assert text.index("'py' @('-3')") < text.index("Get-Command python.exe")
     assert "\\WindowsApps\\" in text  # the Store alias is skipped
