@@ -3,21 +3,27 @@
 What the child is sent (checked in the request bodies the stub logs): the system prompt, one window
 of the transcript, no tools, the configured model. The child runs none of the user's hooks and
 writes no transcript; windows, merging, the daily cap, `--show-prompt`, and the fallback to the
-offline miner on a malformed or late answer are checked end to end.
+offline miner on a malformed or late answer are checked end to end. An API that cannot be reached (the
+port refuses, the server accepts and never answers, it answers 5xx) ends the pass within seconds, or
+within the pass deadline at worst, uncounted against the daily cap, and `health` names the fallback.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import socket
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
-from memvault import open_vault
+from memvault import health, open_vault
 from memvault.cli import cli
 from memvault.config import ReflectionSettings
 from memvault.reflect import miner, runner
@@ -221,3 +227,87 @@ def test_show_prompt_prints_what_would_be_sent_and_sends_nothing(
     assert shown["command"] == claude.command(str(claude_bin), MODEL) and len(shown["windows"]) == 1
     assert shown["windows"][0] == claude.window_input(miner.windows(
         [Turn(r, t, n, f"u{n}", None, False) for n, (r, t) in enumerate(SAID, 1)])[0])  # fmt: skip
+
+
+# ---- an API that cannot be reached ---------------------------------------------------------------------
+
+
+def refused_url() -> str:
+    """An address on 127.0.0.1 where nothing listens: connecting is refused at once."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+class Silent:
+    """A server on 127.0.0.1 that accepts every connection, reads, and never answers (a hung proxy or API)."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.accepted: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.accepted.append(conn)
+
+    def close(self) -> None:
+        self.sock.close()
+        for conn in self.accepted:
+            conn.close()
+
+
+@pytest.fixture
+def silent() -> Iterator[Silent]:
+    server = Silent()
+    yield server
+    server.close()
+
+
+# (how the API fails, the longest the whole SessionEnd pass may take, words of the reason the fallback gives)
+UNREACHABLE = {
+    "refused": (15, "Connection refused"),
+    "5xx": (15, "API Error: 500"),
+    "silent": (45, "timed out|did not answer within"),  # no answer is told from a slow one only by waiting
+}
+
+
+@pytest.mark.usefixtures("today")  # the cap is per local day
+@pytest.mark.parametrize("api", list(UNREACHABLE))
+def test_an_unreachable_api_falls_back_fast_uncounted_and_health_says_so(
+    tmp_path: Path, claude_bin: Path, claude_home: Path, stub: AnthropicStub, silent: Silent, vault: Vault,
+    memvault_home: Path, monkeypatch: pytest.MonkeyPatch, api: str
+) -> None:  # fmt: skip
+    configure(memvault_home, claude_bin, miner="auto")  # the default timeouts and deadline
+    vault = open_vault(vault.root)
+    if api == "refused":
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", refused_url())
+    elif api == "silent":
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", silent.url)
+    else:
+        stub.reply(*[{"error": {"status": 500, "type": "api_error", "message": "stub 500"}}] * 20)
+    limit, why = UNREACHABLE[api]
+    session = write_session(tmp_path / "s.jsonl", SAID)
+    started = time.monotonic()
+    report = runner.reflect_transcript(vault, session, final=True)  # what the SessionEnd job runs
+    took = time.monotonic() - started
+    print(f"{api}: fell back after {took:.1f} s: {report.miner_reason}")
+    assert took < limit, f"the pass took {took:.1f} s"
+    assert report.miner == "offline" and re.search(why, report.miner_reason), report.miner_reason
+    assert len(report.written) == 1  # the offline rules still keep the correction
+    assert report.claude_calls == 0 and miner.calls_today() == 0  # no model answered: nothing charged to the cap
+    if api == "5xx":
+        assert len(stub.bodies()) <= 2  # one quick retry at most, not the client's patient backoff
+    said = [w for w in health.check(vault, service=False).warnings if "fell back" in w]
+    assert len(said) == 1 and said[0].startswith("reflection fell back to offline rules at "), said
+    assert re.search(why, said[0])
