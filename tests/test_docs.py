@@ -53,3 +53,23 @@ def test_the_architecture_page_names_every_folder_and_module() -> None:
     described = set(re.findall(r"^\| `([a-z_.]+)`", page, re.M))
     stale = [name for name in described if not (package / (name.replace(".", "/") + ".py")).exists()]
     assert not missing and not stale, f"architecture.md: not described {missing}; no such module {stale}"
+
+
+def test_health_prints_where_the_config_file_is(vault_dir: Path, memvault_home: Path) -> None:
+    """troubleshoot-hooks sends the user to `memvault health` to find the config file: it names it, or the
+    file it would be when there is none yet."""
+    from click.testing import CliRunner
+
+    from memvault.cli import cli
+
+    page = (WIKI / "how-to" / "troubleshoot-hooks.md").read_text(encoding="utf-8")
+    assert "(`memvault health` prints\n  where the config file is)" in page
+    config = memvault_home / "config.yaml"
+    for exists in (False, True):
+        if exists:
+            config.parent.mkdir(parents=True, exist_ok=True)
+            config.write_text("memory:\n  enabled: true\n", encoding="utf-8")
+        shown = CliRunner().invoke(cli, ["--vault", str(vault_dir), "health"], terminal_width=200).output
+        line = next((x for x in shown.splitlines() if x.startswith("config: ")), None)
+        assert line is not None and str(config) in line, shown
+        assert ("not written yet" in line) is not exists, line

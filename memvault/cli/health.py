@@ -7,12 +7,13 @@ import sys
 
 import click
 from rich.markup import escape
-from rich.table import Table
 
 from memvault import health as health_mod
+from memvault import paths
 from memvault.text import plural
 
 from .group import State, cli, json_option, out, pass_state, print_json
+from .render import fits, print_table
 
 
 @cli.command()
@@ -40,19 +41,29 @@ def health(state: State, strict: bool, as_json: bool) -> None:
 NEVER_RECALLED_SHOWN = 20
 
 
+def _render_counts(report: health_mod.Health) -> None:
+    """Entries per group, kind and status: three column pairs side by side, or one under another when too wide."""
+    headers = ("group", "", "kind", "", "status", "")
+    columns = [[(escape(name), str(n)) for name, n in c.items()] for c in (report.by_group, report.by_kind,
+                                                                           report.by_status)]  # fmt: skip
+    rows: list[list[str]] = []
+    for row in range(max((len(c) for c in columns), default=0)):
+        rows.append([cell for col in columns for cell in (col[row] if row < len(col) else ("", ""))])
+    if fits(headers, rows, wrap=(), width=out.width):
+        print_table(headers, rows)
+        return
+    for header, pairs in zip(headers[::2], columns, strict=True):
+        print_table((header, "entries"), pairs)
+
+
 def _render_health(report: health_mod.Health) -> None:
     out.print(
         f"vault [bold]{report.vault}[/]  ({report.entries} entries in {report.folder}/, "
         f"{report.user_notes} of your own notes; git: {'yes' if report.git else 'no'})"
     )
-    table = Table("group", "", "kind", "", "status", "", box=None)
-    columns = [list(c.items()) for c in (report.by_group, report.by_kind, report.by_status)]
-    for row in range(max((len(c) for c in columns), default=0)):
-        cells: list[str] = []
-        for col in columns:
-            cells += [escape(col[row][0]), str(col[row][1])] if row < len(col) else ["", ""]
-        table.add_row(*cells)
-    out.print(table)
+    config = escape(report.config or f"{paths.config_file()} (not written yet: every setting is its default)")
+    out.print(f"config: {config}")
+    _render_counts(report)
     out.print(f"inbox: {report.inbox}   review: {report.review}   incubator: {report.incubator}")
     out.print(f"last reflection: {report.last_reflection or 'never (on this machine)'}")
     miner = report.miner
