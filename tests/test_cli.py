@@ -26,8 +26,9 @@ def run(*args: str, input: str | None = None, code: int = 0) -> click.testing.Re
 
 def test_init_creates_structure_and_config(tmp_path: Path) -> None:
     root = tmp_path / "Obsidian"
-    root.mkdir()
+    (root / ".obsidian").mkdir(parents=True)
     result = run("init", str(root), "--json")
+    assert json.loads(result.output)["found"] == "an Obsidian vault with 0 notes"
     created = json.loads(result.output)["created"]
     assert "MemoryVault/personal-private/_always-load" in created and "MemoryVault/personal-skills" in created
     assert config.load().vault_root == root.resolve()

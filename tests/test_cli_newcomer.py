@@ -17,9 +17,12 @@ import filelock
 import pytest
 from click.testing import CliRunner
 
-from memvault import open_vault, paths
+from memvault import config, open_vault, paths
 from memvault.cli import cli
+from memvault.store import model
 from memvault.vault import indexing
+
+from .conftest import git
 
 LONG_GROUP = "team-platform-infrastructure-and-reliability"
 
@@ -195,3 +198,82 @@ def test_small_ones(vault_dir: Path, tmp_path: Path) -> None:
     (log / "hooks-20261123.jsonl").write_text(json.dumps(line) + "\n")
     inspected = run("inspect", "--all").output
     assert "session None" not in inspected and "without a session" in inspected
+
+
+# ---- typos refused: kinds, and the folder given to init ------------------------------------------------
+
+
+def test_an_unknown_kind_is_refused_with_the_known_ones_and_the_nearest(vault_dir: Path) -> None:
+    before = sorted(p for p in vault_dir.rglob("*"))
+    done = memvault(vault_dir, "save", "preferences", "tabs", "Use tabs.")
+    assert done.returncode == 1 and done.stdout == ""
+    (line,) = done.stderr.splitlines()
+    assert "unknown kind 'preferences' (did you mean preference?)" in line and line.endswith("[unknown_kind]")
+    assert all(kind in line for kind in model.KINDS), line
+    assert sorted(p for p in vault_dir.rglob("*")) == before  # no preferences/ folder
+    assert "did you mean" not in memvault(vault_dir, "save", "zzzz", "tabs", "Use tabs.").stderr
+
+
+def test_a_kind_folder_the_vault_has_is_a_known_kind(vault_dir: Path) -> None:
+    (vault_dir / "MemoryVault" / "personal-private" / "recipe").mkdir()
+    run("--vault", str(vault_dir), "save", "recipe", "pancakes", "Flour, eggs, milk.")
+    run("--vault", str(vault_dir), "save", "Domain", "billing", "Invoices go out on the 1st.")  # case is a name's
+    assert (vault_dir / "MemoryVault/personal-private/recipe/pancakes.md").is_file()
+    typo = run("--vault", str(vault_dir), "save", "recipes", "x", "y", code=1).output
+    assert "'recipes' (did you mean recipe?)" in typo
+
+
+def test_save_help_lists_the_kinds() -> None:
+    shown = " ".join(run("save", "--help").output.split())
+    assert f"KIND is one of {', '.join(model.KINDS)}" in shown
+
+
+def test_the_mcp_save_tool_applies_the_same_kind_rule(vault_dir: Path) -> None:
+    from memvault.mcpserver import tools
+
+    vault = open_vault(vault_dir)
+    with pytest.raises(model.UnknownKind, match="did you mean preference"):
+        tools.save(vault, "preferences", "tabs", "# Tabs\nUse tabs.")
+    assert not (vault_dir / "MemoryVault/personal-private/preferences").exists()
+    assert "saved" in tools.save(vault, "preference", "tabs", "# Tabs\nUse tabs.")
+
+
+def obsidian_vault(root: Path, notes: int) -> Path:
+    (root / ".obsidian").mkdir(parents=True)
+    for i in range(notes):
+        (root / f"note-{i}.md").write_text(f"# Note {i}\n", encoding="utf-8")
+    return root
+
+
+def test_init_says_what_it_found_and_needs_force_for_a_folder_that_is_not_an_obsidian_vault(tmp_path: Path) -> None:
+    plain, repo = tmp_path / "plain", tmp_path / "repo"
+    plain.mkdir()
+    (repo / "src").mkdir(parents=True)
+    (repo / "src" / "app.py").write_text("print('hi')\n", encoding="utf-8")
+    (repo / "README.md").write_text("# App\n", encoding="utf-8")
+    git(repo, "init", "-q")
+    for folder, found in ((plain, "a folder with no .obsidian"), (repo, "a git repository with code")):
+        said = run("init", str(folder), code=1).output
+        assert found in said and "--force" in said and "[not_obsidian]" in said, said
+        assert not (folder / "MemoryVault").exists() and not paths.config_file().exists()
+    said = run("init", str(plain), "--force").output
+    assert "a folder with no .obsidian" in said and (plain / "MemoryVault").is_dir()
+    said = run("init", str(obsidian_vault(tmp_path / "Obsidian", 3)), "--force").output
+    assert "an Obsidian vault with 3 notes" in said
+
+
+def test_init_asks_before_replacing_the_configured_vault(tmp_path: Path) -> None:
+    first, second = obsidian_vault(tmp_path / "First", 1), obsidian_vault(tmp_path / "Second", 2)
+    run("init", str(first))
+    assert "is already the configured vault" not in run("init", str(first)).output  # again: nothing asked
+    said = run("init", str(second), code=1).output
+    assert "replaces the configured vault" in said and str(first) in said and "[replace_vault]" in said, said
+    assert config.load().vault_root == first.resolve()
+    if hasattr(os, "openpty"):
+        argv = [sys.executable, "-m", "memvault", "init", str(second)]
+        code, seen = in_a_terminal(argv, b"n\n")
+        assert code == 1 and "Replace it?" in seen and config.load().vault_root == first.resolve(), seen
+        code, seen = in_a_terminal(argv, b"y\n")
+        assert code == 0 and config.load().vault_root == second.resolve(), seen
+    run("init", str(first), "--force")
+    assert config.load().vault_root == first.resolve()

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+import os
+import sys
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +14,7 @@ from rich.markup import escape
 
 from memvault import config as config_mod
 from memvault.errors import MemvaultError
-from memvault.store import notes, privacy, secrets
+from memvault.store import model, notes, privacy, secrets
 from memvault.text import plural
 from memvault.vault.core import open_vault
 
@@ -34,30 +36,93 @@ from .group import (
 
 @cli.command()
 @click.argument("path", required=False, type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--force", is_flag=True, help="Use a folder that is no Obsidian vault, or replace the configured vault, unasked."
+)
 @json_option
 @pass_state
-def init(state: State, path: Path | None, as_json: bool) -> None:
+def init(state: State, path: Path | None, force: bool, as_json: bool) -> None:
     """Create the MemoryVault/ folders in a vault and record the vault in the config.
 
-    PATH defaults to --vault. Safe to run again: existing folders and notes are left alone.
+    PATH defaults to --vault. Says what it found there; a folder without .obsidian/ (not an
+    Obsidian vault), or replacing the vault the config names, is asked about first (--force: don't).
+    Safe to run again: existing folders and notes are left alone.
     """
     root = path or (Path(state.vault_path) if state.vault_path else None)
     if root is None:
         raise click.UsageError("give the vault folder: memvault init PATH")
     if not root.is_dir():
         raise MemvaultError(f"{root} is not a folder: create the Obsidian vault first", code="no_vault")
+    found, obsidian = _found(root)
+    if not obsidian:
+        _ask_or_force(force, f"{root} is {found}, so not an Obsidian vault", "Use it anyway?", "not_obsidian")
+    configured = config_mod.load(env={}).vault_root
+    if configured is not None and not _same_folder(configured, root):
+        _ask_or_force(force, f"memvault init {root} replaces the configured vault {configured}", "Replace it?",
+                      "replace_vault")  # fmt: skip
     vault = open_vault(root)
     created = vault.init_structure()
     cfg_path = config_mod.write_vault_root(vault.root)
     if as_json:
-        print_json({"vault": str(vault.root), "created": created, "config": str(cfg_path)})
+        print_json({"vault": str(vault.root), "found": found, "created": created, "config": str(cfg_path)})
         return
+    out.print(f"found {escape(found)} in [bold]{escape(str(vault.root))}[/]", soft_wrap=True)
     for rel in created:
         out.print(f"created [bold]{rel}/[/]")
     out.print(
         f"vault [bold]{vault.root}[/] is ready ({'nothing to create' if not created else f'{len(created)} folders'});"
         f" config: {cfg_path}"
     )
+
+
+CODE_SUFFIXES = frozenset(
+    [".py", ".js", ".ts", ".tsx", ".jsx", ".go", ".rs", ".java", ".kt", ".c", ".h", ".cc", ".cpp", ".cs", ".rb",
+     ".php", ".swift", ".scala", ".sh"]
+)  # fmt: skip
+SCAN_LIMIT = 50_000  # files looked at to tell what a folder is: a huge folder is described from its first ones
+
+
+def _found(root: Path) -> tuple[str, bool]:
+    """What `root` is, in words ("an Obsidian vault with 173 notes"), and whether it is an Obsidian vault."""
+    notes_n = code_n = 0
+    for seen, path in enumerate(_files(root)):
+        if seen >= SCAN_LIMIT:
+            break
+        notes_n += path.suffix.lower() == ".md"
+        code_n += path.suffix.lower() in CODE_SUFFIXES
+    counted = plural(notes_n, "note")
+    if (root / ".obsidian").is_dir():
+        return f"an Obsidian vault with {counted}", True
+    if (root / ".git").exists():
+        if code_n:
+            return f"a git repository with code ({plural(code_n, 'source file')}, {counted}) and no .obsidian", False
+        return f"a git repository ({counted}) with no .obsidian", False
+    return f"a folder with no .obsidian ({counted})", False
+
+
+def _files(root: Path) -> Iterator[Path]:
+    """The files under `root`, not looking into hidden folders (.git, .obsidian, .venv) or node_modules."""
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d != "node_modules"]
+        for name in files:
+            yield Path(folder) / name
+
+
+def _same_folder(a: Path, b: Path) -> bool:
+    try:
+        return a.expanduser().resolve() == b.resolve()
+    except OSError:
+        return False
+
+
+def _ask_or_force(force: bool, what: str, question: str, code: str) -> None:
+    """Go on with --force or a yes at the terminal; else stop before anything is written."""
+    if force:
+        return
+    if sys.stdin is None or not sys.stdin.isatty():
+        raise MemvaultError(f"{what}: nothing changed; run it again with --force to go ahead anyway", code=code)
+    if not click.confirm(f"{what}. {question}", default=False, err=True):
+        raise MemvaultError(f"{what}: nothing changed", code=code)
 
 
 @cli.command()
@@ -91,6 +156,9 @@ def save(
 ) -> None:
     """Write an entry to MemoryVault/<group>/<kind>/<slug>.md.
 
+    KIND is one of {kinds}, or a kind folder the vault already has (create
+    MemoryVault/<group>/<kind>/ to start a new kind); another is refused as a typo.
+
     BODY is the markdown text; omit it or give - to read standard input. A body that starts with
     its own frontmatter contributes those keys. Replacing a protected entry asks first (--yes: don't).
 
@@ -98,10 +166,12 @@ def save(
     Example:
       memvault save preference pytest-style "Use plain asserts and fixtures." -t python
     """
+    vault = state.vault
+    kind = model.check_kind(kind, model.kind_folders(vault.root / vault.folder))
     text = body_of(body)
     result = confirmed(
-        state.vault,
-        lambda: state.vault.save(
+        vault,
+        lambda: vault.save(
             kind,
             slug,
             text,
@@ -117,6 +187,9 @@ def save(
         what="Replace it",
     )
     print_result(result, as_json)
+
+
+save.help = (save.help or "").replace("{kinds}", ", ".join(model.KINDS))  # the kinds are named once, in the model
 
 
 @cli.command()

@@ -180,7 +180,8 @@ def save(
     replace: bool = False,
 ) -> str:
     """A new entry; one to be loaded at every session start, or that the risk screen flags, waits in review."""
-    kind_s, slug_s = model.slug(_name(kind, "kind"), "kind"), model.slug(_name(slug, "slug"), "slug")
+    kind_s = model.check_kind(_name(kind, "kind"), model.kind_folders(vault.root / vault.folder))  # as the CLI's save
+    slug_s = model.slug(_name(slug, "slug"), "slug")
     group_s = model.slug(_name(group, "group") if group is not None else vault.config.vault.default_group, "group")
     tag_list = _tags(tags)
     given, text = _given(vault, body)

@@ -15,6 +15,8 @@ from . import notes, privacy
 # Special folders inside a group (SPEC §3).
 ALWAYS_LOAD, INBOX, REVIEW, ARCHIVE, INCUBATOR = "_always-load", "_inbox", "_review", "_archive", "_idea-incubator"
 STATUSES = ("active", "resolved", "superseded", "incubating", "promoted", "archived")
+# The kinds of entry `save` knows; a kind folder a vault already has is known in that vault too.
+KINDS = ("preference", "workflow", "fix", "domain", "idea", "skill")
 # Frontmatter keys in the order memvault writes them; other keys follow in their own order.
 KEY_ORDER = (
     "kind",
@@ -141,6 +143,40 @@ def name_problem(value: str, what: str) -> str | None:
     if any(c in '<>:"|?*' for c in value):
         return 'it may not contain < > : " | ? *'
     return None
+
+
+class UnknownKind(MemvaultError):
+    """A kind that is neither one memvault knows nor a kind folder the vault has (a typo, most often)."""
+
+    code = "unknown_kind"
+
+
+def kind_folders(memory: Path) -> list[str]:
+    """The kind folders under the groups of a vault's MemoryVault/ folder (`<group>/<kind>/`), sorted."""
+    found: set[str] = set()
+    try:
+        groups = [g for g in memory.iterdir() if g.is_dir() and not g.name.startswith((".", "_"))]
+        for group in groups:
+            found.update(k.name for k in group.iterdir() if k.is_dir() and not k.name.startswith((".", "_")))
+    except OSError:
+        pass  # no MemoryVault/ folder yet, or one that cannot be read: only the built-in kinds are known
+    return sorted(found)
+
+
+def check_kind(kind: str, existing: Iterable[str] = ()) -> str:
+    """`kind` as its folder name when it is known (in KINDS or among `existing`); else UnknownKind listing them."""
+    name = slug(kind, "kind")
+    known = [*KINDS, *sorted(set(existing) - set(KINDS))]
+    if name in known:
+        return name
+    import difflib
+
+    near = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    hint = f" (did you mean {near[0]}?)" if near else ""
+    raise UnknownKind(
+        f"unknown kind {kind!r}{hint}: known kinds are {', '.join(known)}; "
+        "to start a new kind, create its folder MemoryVault/<group>/<kind>/ first"
+    )
 
 
 def tags(values: Iterable[str]) -> list[str]:
