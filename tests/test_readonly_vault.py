@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -229,3 +230,34 @@ def test_a_read_only_state_folder_mount(ready: Path) -> None:
         hook = run_hook(ready)
         assert hook.returncode == 0 and "Traceback" not in hook.stderr, hook.stderr
     assert pending(ready) == [] and snapshot(ready) == before
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="bind mounts are Linux's")
+def test_a_change_neither_done_nor_undone_is_kept_and_finished_later(ready: Path, tmp_path: Path) -> None:
+    """The vault turns read-only between evolve's two writes: the archived copy cannot be taken back either, so
+    the journal entry stays (the message says so) and the next command that can write lands the whole change."""
+    signals = tmp_path / "signals"
+    signals.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(REPO), "MEMVAULT_FAULT_PAUSE": f"_archive@{signals}"}
+    command = [sys.executable, "-m", "memvault", "--vault", str(ready), "evolve", EVOLVED, "Use plugins.", "-r", "t"]
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(3000):
+            if (signals / "paused").exists() or proc.poll() is not None:
+                break
+            time.sleep(0.01)
+        assert (signals / "paused").exists(), proc.communicate()
+        with read_only(ready):
+            (signals / "resume").touch()
+            _, err = proc.communicate(timeout=60)
+            assert proc.returncode == 1 and "Traceback" not in err, err
+            (line,) = err.strip().splitlines()
+            assert "the vault is read-only" in line and "half written" in line and line.endswith("[not_writable]")
+            assert len(pending(ready)) == 1
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    done = memvault(ready, "list")
+    assert done.returncode == 0 and pending(ready) == [], done.stderr
+    assert "Use plugins." in (ready / EVOLVED).read_text(encoding="utf-8")
+    assert list((ready / "MemoryVault/personal-private/_archive").rglob("pytest-over-unittest.*.md"))
