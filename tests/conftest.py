@@ -159,9 +159,8 @@ def git_vault(vault_dir: Path):
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """The run's own HOME and temp folder go when it passed; after a failure they stay for a look."""
-    if exitstatus == 0:
-        shutil.rmtree(RUN_ROOT, ignore_errors=True)
+    """The run's own HOME and temp folder go when it ends (a failed test's tmp_path is pytest's, kept apart)."""
+    shutil.rmtree(RUN_ROOT, ignore_errors=True)
 
 
 def configure(memvault_home: Path, text: str) -> None:
