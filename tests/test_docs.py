@@ -73,3 +73,15 @@ def test_health_prints_where_the_config_file_is(vault_dir: Path, memvault_home: 
         line = next((x for x in shown.splitlines() if x.startswith("config: ")), None)
         assert line is not None and str(config) in line, shown
         assert ("not written yet" in line) is not exists, line
+
+
+def test_the_tutorials_outputs_are_what_the_commands_print() -> None:
+    """The tutorial's marked console blocks are regenerated from a real run (scripts/gen_tutorial.py): a change
+    to what a command prints makes this fail until the page is regenerated."""
+    import runpy
+
+    module = runpy.run_path(str(REPO / "scripts" / "gen_tutorial.py"))
+    page = module["TARGET"].read_text(encoding="utf-8")
+    assert page.count("<!-- run -->") >= 15  # the outputs of steps 1 to 9
+    fresh = module["render"](page)
+    assert fresh == page, "wiki/tutorial/first-vault.md is stale: run python scripts/gen_tutorial.py"
