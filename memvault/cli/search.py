@@ -34,7 +34,11 @@ from .group import State, cli, err, json_option, out, pass_state, print_json, pr
     show_default=True,
     help="Seconds to wait for the embedding service to start; 0 gives keyword-only results until it runs.",
 )
-@click.option("--explain", is_flag=True, help="Show each hit's raw signals and why it passed the relevance floor.")
+@click.option(
+    "--explain",
+    is_flag=True,
+    help="Show the prompt hook's view: what it would inject for QUERY as a prompt, and why each other entry is not.",
+)
 @click.option("--no-floor", is_flag=True, help="Show the top entries even below the relevance floor.")
 @json_option
 @pass_state
@@ -53,9 +57,10 @@ def recall(
     """Find the entries most relevant to QUERY: meaning (vectors) and words (keywords) combined.
 
     Only active entries are searched; superseded ones, private notes and the inbox/review folders
-    are left out unless asked for. As in the hooks, entries below the relevance floor
-    (`recall.min_relevance`) are not shown: --explain says why each entry passed or not.
-    `memvault search` does the same.
+    are left out unless asked for. The entries shown are the ones the prompt hook and MCP give for
+    the same words (one recall): entries below the relevance floor (`recall.min_relevance`) are not
+    shown, nor the idea ledger, daily notes or skill entries without a strong reason; --explain says
+    why each entry passed or not, --no-floor shows them all. `memvault search` does the same.
     """
     vault = state.vault
     spinner = err.status("waiting for the embedding service…") if wait > 0 and not as_json else nullcontext()
@@ -68,6 +73,7 @@ def recall(
         return
     if explain:
         _explain(result)
+        _hook_view(" ".join(query), result, vault.config.recall, k=k, floor=not no_floor)
     else:
         rows = []
         for rank, hit in enumerate(result.hits, 1):
@@ -110,6 +116,24 @@ def _explain(result: Any) -> None:
         rows.append((f"[bold]{escape(hit.path)}[/]", str(rank), cosine, words,
                      "yes" if hit.identifier else "", f"{_match(hit)}\n{verdict}"))  # fmt: skip
     print_table(("entry", "#", "cosine", "keywords", "exact", "match"), rows)
+
+
+def _hook_view(prompt: str, result: Any, settings: Any, *, k: int | None, floor: bool) -> None:
+    """What the prompt hook would do with this query as a prompt (in a new session: nothing given yet)."""
+    from memvault.recall import eligible
+
+    skipped = eligible.skip_reason(prompt, settings.min_prompt_chars)
+    if skipped:
+        out.print(f"the prompt hook would skip this prompt: {escape(skipped)}")
+        return
+    given = [h.title for h in result.hits]
+    said = f": {escape(', '.join(given))}" if given else ""
+    out.print(f"the prompt hook would inject {plural(len(given), 'entry')}{said}")
+    if not floor or (k is not None and k != settings.k):
+        out.print(f"[dim](the hook recalls with the floor and k = {settings.k}: run without -k and --no-floor to see"
+                  " exactly its view)[/]")  # fmt: skip
+    if result.mode != "hybrid" and result.partial:
+        out.print("[dim](keyword-only here; the hook too is keyword-only while the embedding service is not up)[/]")
 
 
 search = click.Command(

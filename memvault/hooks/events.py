@@ -277,15 +277,16 @@ def _since_last_session(root: Path, folder: str, transparency: str) -> list[str]
 
 
 def user_prompt_submit(payload: dict[str, Any], settings: dict[str, Any], record: dict[str, Any]) -> Output | None:
+    from memvault.recall import eligible
+
     from . import inject
 
     prompt = _text(payload, "prompt").strip()
     record.update(prompt=_excerpt(prompt), prompt_chars=len(prompt))
     recall = settings["recall"]
-    if len(prompt) < recall["min_prompt_chars"]:
-        raise Skip(f"prompt shorter than recall.min_prompt_chars ({recall['min_prompt_chars']})")
-    if prompt.startswith("/"):
-        raise Skip("slash command")
+    skipped = eligible.skip_reason(prompt, recall["min_prompt_chars"])  # as `memvault recall --explain` says
+    if skipped:
+        raise Skip(skipped)
     root, folder = _vault(settings)
     record["vault"] = str(root)  # recall analytics count injections per vault
     session = _session(payload)
@@ -293,9 +294,10 @@ def user_prompt_submit(payload: dict[str, Any], settings: dict[str, Any], record
     already = set(seen["always"]) | set(seen["recalled"])
     query = bounded_query(prompt)  # however big the prompt, recall's work stays within the budget
     record["query_chars"] = len(query)
+    # The hits are judged in recall, as for the CLI and MCP (the floor, and the reason a ledger, a daily note or a
+    # skill entry needs); here only what this session was given already is left out.
     result = _recall(root, folder, query, settings, extra=min(len(already), 20))  # room to drop what it has
-    vectors = bool(result["vec_hits"])
-    hits = [h for h in result["hits"] if h["path"] not in already and inject.worth_giving(h, query, vectors=vectors)]
+    hits = [h for h in result["hits"] if h["path"] not in already]
     context, kept = inject.recall_context(hits[: recall["k"]], recall["max_context_chars"])
     record.update(
         mode=result["mode"],
@@ -352,9 +354,12 @@ def _recall(root: Path, folder: str, prompt: str, settings: dict[str, Any], extr
     not_running = NOT_SERVED.get() == NOT_RUNNING
     started = served.started if served else proctime.started()[0]
     budget_ms = recall["prompt_budget_ms"] - (time.monotonic() - started) * 1000  # from the hook process's start
+    from memvault.recall import eligible
+
     options: dict[str, Any] = {
         "k": recall["k"] + extra,
         **{key: recall[key] for key in RECALL_KEYS},
+        "daily_folder": eligible.daily_folder(root),
     }
     index_file = _index_file(root, folder, settings)
     if budget_ms < VECTOR_MIN_SHARE * recall["prompt_budget_ms"]:

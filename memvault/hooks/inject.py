@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -23,10 +22,6 @@ ALWAYS_TAG, RECALL_TAG = "memoryvault-always-load", "memoryvault-recall"
 ALWAYS_FOLDER = "_always-load"
 MIN_SHARE = 300  # an always-load entry cut to fit is still given at least this many characters
 TITLE_CHARS = 48  # per title in the one-line message shown to the user
-# Claude Code already lists every installed skill to the model, so a skill entry is worth repeating only when
-# the prompt is about that skill: its best chunk at least this close in meaning (all-MiniLM-L6-v2 cosine; a
-# prompt asking for what a skill does scored 0.48-0.56 against its entry, unrelated prompts below 0.25).
-SKILL_MIN_SIMILARITY = 0.45
 
 
 class Loaded:
@@ -125,19 +120,6 @@ def always_load_context(entries: Sequence[Loaded], max_chars: int) -> tuple[str,
     if rest:
         parts.append(f"\nNot shown for space: {', '.join(rest)}\n")
     return head + "".join(parts) + tail, shown
-
-
-def worth_giving(hit: Mapping[str, Any], prompt: str, *, vectors: bool) -> bool:
-    """Whether a recalled hit may go into the prompt's context: any note, but a skill entry only on a good match.
-
-    A good match is a close meaning when the vector side ran; keyword-only, the prompt must name the skill.
-    """
-    if hit.get("kind") != "skill":
-        return True
-    if vectors:
-        return float(hit.get("vec_score") or 0.0) >= SKILL_MIN_SIMILARITY
-    name = str(hit.get("title") or "").strip().lower()
-    return bool(name) and re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", prompt.lower()) is not None
 
 
 def recall_context(hits: Sequence[Mapping[str, Any]], max_chars: int) -> tuple[str, list[Mapping[str, Any]]]:

@@ -68,7 +68,7 @@ def recall(vault: Vault, query: str, k: int | None = None, group: str | None = N
     if group is not None:
         _name(group, "group")
     wait = 10.0 if vault.config.embedding.warm_service else 0.0
-    result = vault.recall(query, k, group=group, wait_service=wait)
+    result = vault.recall(query, k, group=group, wait_service=wait, floor=True)  # what the prompt hook would give
     shown = " ".join(query.split())[:80]
     if not result.hits:
         return redact(f"No MemoryVault notes match {shown!r}."), []

@@ -19,6 +19,8 @@ from memvault.index.core import Index
 from memvault.index.schema import VEC_TABLE
 from memvault.records import Record
 
+from . import eligible
+
 # The columns a chunk's coverage is counted in: its own text, title, tags and heading path; not the
 # neighbours' window, which helps ranking but would let a chunk pass for words it does not contain.
 OWN_COLUMNS = "{title tags heading body}"
@@ -31,6 +33,8 @@ class Signals(Record):
     coverage: float  # IDF-weighted share of the prompt's content words the chunk contains (0–1)
     identifier: bool  # the chunk contains an exact identifier the prompt names (an error code, snake_case…)
     shared_words: int  # how many of the prompt's content words the chunk contains
+    special: str = ""  # a note that needs a reason to be given (`eligible.special`): the idea ledger, a daily note…
+    named: bool = False  # the prompt names the note (a skill entry's name)
 
 
 # The calibrated floor (scripts/calibrate_floor.py); `recall.*` in the config has the same defaults.
@@ -61,7 +65,40 @@ def relevance(signals: Signals, floor: Floor) -> float:
 
 
 def verdict(signals: Signals, floor: Floor) -> tuple[bool, str]:
-    """Whether a chunk passes the floor, and why in words (`memvault recall --explain`, the hook log)."""
+    """Whether a chunk passes the floor, and why in words (`memvault recall --explain`, the hook log).
+
+    With the floor on, a note that needs a reason (`eligible`) must also give that reason: the idea ledger and a
+    daily note an exact identifier or a strong keyword match (their cosine does not count), a skill entry a close
+    meaning (keyword-only: the prompt names it).
+    """
+    passed, why = _floor(signals, floor)
+    if not floor.on or not signals.special:
+        return passed, why
+    if signals.special == eligible.SKILL_ENTRY:
+        if signals.cosine is not None:
+            close = signals.cosine >= eligible.SKILL_MIN_SIMILARITY
+            said = f"cosine {signals.cosine:.2f} {'≥' if close else '<'} {eligible.SKILL_MIN_SIMILARITY:.2f}"
+        else:
+            close, said = signals.named, "the prompt names it" if signals.named else "the prompt does not name it"
+        if not passed:
+            return False, why
+        return close, f"{why}; a skill entry (the host lists skills already): {said}"
+    strong = signals.identifier or (
+        signals.coverage >= eligible.STRONG_COVERAGE and signals.shared_words >= floor.min_shared_words
+    )
+    if not strong and not passed:
+        return False, why  # below the floor in any case
+    words = f"keywords {signals.coverage:.2f}, {signals.shared_words} of the prompt's words"
+    if signals.identifier:
+        said = "names an exact identifier from the prompt"
+    else:
+        said = f"{words}{'' if strong else ': not enough'}"
+    rule = f"keywords ≥ {eligible.STRONG_COVERAGE:.2f} with {floor.min_shared_words}+ of the prompt's words"
+    return strong, f"{signals.special}, given only on an exact identifier or {rule}: {said} (the floor: {why})"
+
+
+def _floor(signals: Signals, floor: Floor) -> tuple[bool, str]:
+    """The floor's test alone, on any chunk."""
     words = f"keywords {signals.coverage:.2f}"
     if signals.cosine is None:
         value, need, said = signals.coverage, floor.min_coverage, f"{words} (keyword-only)"

@@ -12,9 +12,8 @@ from memvault.errors import MemvaultError
 from memvault.index import chunking
 from memvault.index.schema import NoteRow, place
 from memvault.store import privacy
-from memvault.text import bounded_query
 
-from . import relevance, search
+from . import eligible, relevance, search
 
 
 def scan(root: Path, folder: str, ignore: tuple[str, ...], query: str, options: search.Options) -> search.Result:
@@ -28,12 +27,13 @@ def scan(root: Path, folder: str, ignore: tuple[str, ...], query: str, options: 
 
     started = time.monotonic()
     deadline = started + options.budget_ms / 1000
-    terms = chunking.query_terms(bounded_query(query))
+    query = search.shape(query)  # as `search.recall` shapes it
+    terms = chunking.query_terms(query)
     result = search.Result(mode="keyword", reason="no index yet: scanned the files (keyword-only)")
     if not terms:
         result.mode = "none"
         return result
-    scored: list[tuple[float, str, str, str]] = []
+    scored: list[tuple[float, str, str, str, str]] = []
     for rel in disk.list_markdown(root, ignore).notes:
         if time.monotonic() > deadline:
             result.partial, result.reason = True, "no index yet and the file scan ran out of time (keyword-only)"
@@ -53,17 +53,20 @@ def scan(root: Path, folder: str, ignore: tuple[str, ...], query: str, options: 
         lower_title, lower_head, lower_body = title.lower(), head.lower(), body.lower()
         score = sum(lower_body.count(t) + 3 * (lower_title.count(t) + lower_head.count(t)) for t in terms)
         if score:
-            scored.append((float(score), rel, title, body))
+            scored.append((float(score), rel, title, body, frontmatter_value(head, "kind")))
     scored.sort(key=lambda item: (-item[0], item[1]))
     best = scored[0][0] if scored else 1.0
     hits = []
-    for points, rel, title, body in scored[: options.k]:
+    for points, rel, title, body, kind in scored[: options.k]:
         text = f"{title}\n{body}".lower()
         shared = sum(t in text for t in terms)
         covered = shared / len(terms)  # no index, so no IDF: the plain share of words
-        signals = relevance.Signals(None, covered, False, shared)
+        special = eligible.special(rel, kind or None, options.daily_folder)
+        named = special == eligible.SKILL_ENTRY and eligible.names(query, title)
+        signals = relevance.Signals(None, covered, False, shared, special, named)
         hits.append(search.Hit(rel, title, round(points / best, 4), 0.0, round(points / best, 4),
                                chunking.snippet(body, terms), coverage=round(covered, 4), shared_words=shared,
+                               special=special, named=named,
                                why=relevance.verdict(signals, options.floor)[1]))  # fmt: skip
     floor = options.floor
     result.hits = [h for h in hits if relevance.verdict(search.signals_of(h), floor)[0]]
@@ -83,14 +86,19 @@ def split_frontmatter(text: str) -> tuple[str, str]:
     return (text[3:end], text[end + 4 :]) if end > 0 else ("", text)
 
 
+def frontmatter_value(head: str, key: str) -> str:
+    """A top-level `key: value` of the frontmatter, lowercased, from a line-level read ("" when absent)."""
+    for line in head.splitlines():
+        if line.startswith(f"{key}:"):
+            return line.split(":", 1)[1].strip().strip("'\"").lower()
+    return ""
+
+
 def admits_file(rel: str, folder: str, head: str, options: search.Options) -> bool:
     """The index's visibility rule and recall's filters, from a line-level read of the frontmatter (no YAML)."""
 
     def value(key: str) -> str:
-        for line in head.splitlines():
-            if line.startswith(f"{key}:"):
-                return line.split(":", 1)[1].strip().strip("'\"").lower()
-        return ""
+        return frontmatter_value(head, key)
 
     in_memory, group, area = place(rel, folder)
     row = NoteRow(rel, 0, 0, "", "", status=value("status") or "active", group=group,

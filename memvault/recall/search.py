@@ -17,9 +17,10 @@ from memvault.index import chunking, db
 from memvault.index.core import CorruptIndex, Index, open_reader
 from memvault.index.schema import INBOX, PRIVATE, VEC_TABLE, VISIBLE, NoteRow
 from memvault.records import Record
+from memvault.store import privacy
 from memvault.text import bounded_query
 
-from . import fusion, relevance
+from . import eligible, fusion, relevance
 
 CANDIDATES = 100  # notes taken from each side before fusion (LoCoMo R@10 +0.002 over 50, no latency cost)
 MAX_IDENTIFIERS = 16  # exact identifiers of a query pinned first (each is one more FTS lookup)
@@ -58,6 +59,8 @@ class Options(Record):
     coverage_weight: float = relevance.COVERAGE_WEIGHT
     min_coverage: float = relevance.MIN_COVERAGE
     min_shared_words: int = relevance.MIN_SHARED_WORDS
+    # The vault's daily-notes folder (`eligible.daily_folder`): its notes, like the idea ledger, need a reason.
+    daily_folder: str = ""
 
     @property
     def floor(self) -> relevance.Floor:
@@ -109,6 +112,8 @@ class Hit(Record):
     coverage: float = 0.0
     identifier: bool = False
     shared_words: int = 0
+    special: str = ""  # a note that needs a reason to be given (`eligible.special`), or ""
+    named: bool = False  # the prompt names the note (a skill entry's name)
     why: str = ""
 
     def as_dict(self) -> dict[str, object]:
@@ -145,8 +150,12 @@ def recall(
     embed: QueryEmbedder | None = None,
     nearest: NearestChunks | None = None,
 ) -> Result:
-    """Top-k notes for `query`; a vector part that misses the budget is dropped and the result marked partial."""
-    query = bounded_query(query)  # a multi-megabyte prompt costs what a page costs
+    """Top-k notes for `query`; a vector part that misses the budget is dropped and the result marked partial.
+
+    The one recall of the hook, the CLI and MCP: the query is shaped here (bounded, `<private>` spans removed) and,
+    with the floor on, every hit is judged here, the notes that need a reason included (`relevance.verdict`).
+    """
+    query = shape(query)
     started = time.monotonic()
     deadline = started + options.budget_ms / 1000
     result = Result()
@@ -183,7 +192,7 @@ def recall(
     )
     if options.fusion == "adaptive":  # the fixed-weight fusions stay the seed's formulas, untouched
         ranked = _pin_identifiers(index, query, ranked, keyword)
-    hits = _hits(index, query, ranked[: options.k], vector, keyword, postings, blob, options.floor)
+    hits = _hits(index, query, ranked[: options.k], vector, keyword, postings, blob, options)
     floor = options.floor
     result.hits = [h for h in hits if not floor.on or relevance.verdict(signals_of(h), floor)[0]]
     result.dropped = [h for h in hits if h not in result.hits]
@@ -195,9 +204,15 @@ def recall(
     return result
 
 
+def shape(query: str) -> str:
+    """The query recall searches for: bounded (a multi-megabyte prompt costs what a page costs), `<private>`
+    spans removed (never searched for, as they are never indexed)."""
+    return privacy.strip_private(bounded_query(query))
+
+
 def signals_of(hit: Hit) -> relevance.Signals:
     """The raw signals the floor judged for a hit."""
-    return relevance.Signals(hit.cosine, hit.coverage, hit.identifier, hit.shared_words)
+    return relevance.Signals(hit.cosine, hit.coverage, hit.identifier, hit.shared_words, hit.special, hit.named)
 
 
 class _VectorJob:
@@ -376,9 +391,10 @@ def _hits(
     keyword: dict[int, tuple[float, int]],
     postings: dict[str, set[int]],
     blob: bytes | None,
-    floor: relevance.Floor,
+    options: Options,
 ) -> list[Hit]:
     """The ranked notes as hits, each with the chunk that best shows why it is relevant and that chunk's signals."""
+    floor = options.floor
     kw_top = max((s for s, _ in keyword.values()), default=0.0) or 1.0
     choices = {n: list(dict.fromkeys(side[n][1] for side in (keyword, vector) if n in side)) for n, _ in ranked}
     judged_ids = [c for options in choices.values() for c in options]  # the floor judges these (as calibrated)
@@ -398,13 +414,19 @@ def _hits(
         path, title, kind, grp, always = index.conn.execute(
             "SELECT path, title, kind, grp, always_load FROM notes WHERE id = ?", (note_id,)
         ).fetchone()
+        special = eligible.special(path, kind, options.daily_folder)
+        named = special == eligible.SKILL_ENTRY and eligible.names(query, title)
         signals = {}
         for c in choices[note_id]:
             share, shared = covered.get(c, (0.0, 0))
-            signals[c] = relevance.Signals(near.get(c) if blob is not None else None, share, c in exact, shared)
+            cosine = near.get(c) if blob is not None else None
+            signals[c] = relevance.Signals(cosine, share, c in exact, shared, special, named)
         # The floor judges the note by the better of its two chunks (as calibrated). The snippet comes from the
         # chunk that best matches by meaning and words together, else from the keyword side's chunk.
-        judged = max(signals, key=lambda c: (signals[c].identifier, relevance.relevance(signals[c], floor)))
+        # A ledger or a daily note is judged on words alone (`relevance.verdict`): by its chunk of most words.
+        by_words = special in (eligible.IDEA_LEDGER, eligible.DAILY_NOTE)
+        judged = max(signals, key=lambda c: (signals[c].identifier, signals[c].coverage if by_words else 0.0,
+                                             relevance.relevance(signals[c], floor)))  # fmt: skip
         chunk_id = choices[note_id][0]
         if blob is not None:
             pool = pools.get(note_id) or choices[note_id]
@@ -430,6 +452,8 @@ def _hits(
                 coverage=round(chosen.coverage, 4),
                 identifier=chosen.identifier,
                 shared_words=chosen.shared_words,
+                special=special,
+                named=named,
                 why=relevance.verdict(chosen, floor)[1],
             )
         )
