@@ -219,3 +219,26 @@ def test_logged_keeps_the_log_but_says_nothing(vault_dir: Path, hook_home: Path)
     open_vault(vault_dir, config=config.load()).save("fix", "one", "One.\n", log=[Record("saved")])
     assert "Since your last session" not in message(run_hook("session_start", payload("SessionStart")))
     assert len(log_lines(vault_dir)) == 1
+
+
+def test_undoing_a_promote_prints_the_change_it_undid_and_every_path_it_restored_or_removed(git_vault) -> None:
+    from click.testing import CliRunner
+
+    from memvault.cli import cli
+    from memvault.ideas import incubator
+
+    vault = git_vault
+    incubator.capture(vault, "Flaky test radar", "Find flaky tests by rerunning failures.\n")
+    promoted = incubator.promote(vault, "flaky-test-radar")
+    sha = git(vault.root, "rev-parse", "HEAD").strip()
+    subject = git(vault.root, "log", "-n1", "--format=%s", sha).strip().removeprefix("memvault: ")
+    result = CliRunner().invoke(cli, ["--vault", str(vault.root), "undo"], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0] == f"undo: {subject} (commit {sha[:10]})", result.output
+    restored = {x.removeprefix("  restored ") for x in lines if x.startswith("  restored ")}
+    removed = {x.removeprefix("  removed ") for x in lines if x.startswith("  removed ")}
+    assert "Ideas.md" in restored and removed == set(promoted.files), result.output
+    revert = next(x.split()[-1] for x in lines if x.startswith("committed "))
+    touched = set(git(vault.root, "show", "--name-only", "--no-renames", "--format=", revert).split())
+    assert restored | removed == touched

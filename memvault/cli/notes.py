@@ -234,7 +234,28 @@ def evolve(
 @pass_state
 def undo(state: State, as_json: bool) -> None:
     """Revert the last memvault change with `git revert` (the vault must be a git repository)."""
-    print_result(state.vault.undo(), as_json)
+    from memvault.store import gitops  # prints the change it undid, then every file it restored or removed
+
+    vault = state.vault
+    result = vault.undo()
+    repo = vault.git_repo()
+    undid = gitops.reverts(repo, result.commit) if repo and result.commit else None
+    target = gitops.commit_of(repo, undid) if repo and undid else None
+    restored = [p for p in result.paths if (vault.root / p).exists()]
+    removed = [p for p in result.paths if not (vault.root / p).exists()]
+    if as_json:
+        what = {"commit": undid, "subject": target.subject.removeprefix("memvault: ") if target else None}
+        print_json({**dataclasses.asdict(result), "undid": what, "restored": restored, "removed": removed})
+        return
+    what = target.subject.removeprefix("memvault: ") if target else "the last memvault change"
+    out.print(f"undo: {escape(what)}" + (f" (commit {undid[:10]})" if undid else ""), soft_wrap=True)
+    for word, paths in (("restored", restored), ("removed", removed)):
+        for rel in paths:
+            out.print(f"  {word} {escape(rel)}", soft_wrap=True)
+    if result.commit:
+        out.print(f"committed {result.commit[:10]}")
+    if result.warning:
+        err.print(f"[yellow]warning:[/] {escape(result.warning)}")
 
 
 @cli.command(name="list")
