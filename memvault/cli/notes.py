@@ -244,8 +244,8 @@ def undo(state: State, as_json: bool) -> None:
     restored = [p for p in result.paths if (vault.root / p).exists()]
     removed = [p for p in result.paths if not (vault.root / p).exists()]
     if as_json:
-        what = {"commit": undid, "subject": target.subject.removeprefix("memvault: ") if target else None}
-        print_json({**dataclasses.asdict(result), "undid": what, "restored": restored, "removed": removed})
+        undone = {"commit": undid, "subject": target.subject.removeprefix("memvault: ") if target else None}
+        print_json({**dataclasses.asdict(result), "undid": undone, "restored": restored, "removed": removed})
         return
     what = target.subject.removeprefix("memvault: ") if target else "the last memvault change"
     out.print(f"undo: {escape(what)}" + (f" (commit {undid[:10]})" if undid else ""), soft_wrap=True)
