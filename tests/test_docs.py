@@ -85,3 +85,12 @@ def test_the_tutorials_outputs_are_what_the_commands_print() -> None:
     assert page.count("<!-- run -->") >= 15  # the outputs of steps 1 to 9
     fresh = module["render"](page)
     assert fresh == page, "wiki/tutorial/first-vault.md is stale: run python scripts/gen_tutorial.py"
+
+
+@pytest.mark.parametrize(("client", "headless", "other"), [("codex", "codex exec", "gemini -p"),
+                                                           ("gemini", "gemini -p", "codex exec")])  # fmt: skip
+def test_the_mcp_approval_hint_names_the_clients_own_headless_command(client: str, headless: str, other: str) -> None:
+    from memvault.hosts import install
+
+    hints = " ".join(install.plan_mcp(client, approve=False).notes)
+    assert headless in hints and other not in hints, hints

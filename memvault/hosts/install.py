@@ -273,7 +273,7 @@ def plan_mcp(client: str, *, approve: bool | None = None, python: PurePath | Non
     if approve is False and client in ("codex", "gemini"):
         plan.notes.append(
             f"{client} asks before each memvault tool call; `--approve-tools` lets them run without asking "
-            "(needed for headless runs such as `codex exec`)"
+            f"(needed for headless runs such as `{'codex exec' if client == 'codex' else 'gemini -p'}`)"
         )
     return plan
 
