@@ -152,3 +152,18 @@ def test_with_the_warm_service_the_three_ways_give_the_same_entries(example: Pat
         if prompt == DEMO:  # the demo's answer; the ledger and the day's log matched loosely, they are not given
             assert "MemoryVault/personal-private/workflow/bisecting-flaky-tests.md" in hook
             assert IDEAS not in hook and DAILY not in hook, result
+
+
+def test_the_rule_knows_the_ledger_and_date_named_notes() -> None:
+    from memvault.ideas import ledger
+    from memvault.recall import eligible
+
+    assert eligible.LEDGER == ledger.LEDGER
+    for path in ("Daily/2026-11-02.md", "2026-11-02.md", "Journal/20261102.md", "x/2026.11.02.md"):
+        assert eligible.special(path, None) == eligible.DAILY_NOTE, path
+    for path in ("Notes/2026-13-02.md", "Notes/release-2026-11-02.md", "Projects/Ideas.md", "Notes/12345678.md"):
+        assert eligible.special(path, None) == "", path
+    assert eligible.special("Journal/Monday.md", None, "Journal") == eligible.DAILY_NOTE
+    assert eligible.special("MemoryVault/personal-skills/x.md", "skill") == eligible.SKILL_ENTRY
+    assert eligible.skip_reason("ok", 12) and eligible.skip_reason("/compact the flaky tests", 12)
+    assert eligible.skip_reason("how do we roll out migrations", 12) is None
