@@ -133,7 +133,7 @@ def test_at_80_columns_no_path_or_name_is_cut(vault_dir: Path) -> None:
     assert "personal-private/_idea-incubator/a-very-long-idea-title-about-caching-the-dependency-graph/_index.md" in (
         idea
     )
-    short = run("--vault", str(vault_dir), "list", "-g", "personal-projects").output
+    short = run("--vault", str(vault_dir), "list", "-g", "personal-skills").output
     assert "path" in short.splitlines()[0]  # short paths still fit a table
     vault.reindex(vectors="none")
     recalled = run("--vault", str(vault_dir), "recall", "--wait", "0", "small focused pull requests").output

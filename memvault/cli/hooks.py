@@ -6,11 +6,11 @@ from typing import Any
 
 import click
 from rich.markup import escape
-from rich.table import Table
 
 from memvault import runtime
 
 from .group import cli, json_option, out, print_json
+from .render import print_table
 
 SESSION_EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "SessionEnd", "Notification")
 
@@ -83,31 +83,30 @@ def _render(record: dict[str, Any]) -> None:
         out.print(f"  [dim]{escape(str(record['reason']))}[/]")
     injected = record.get("injected") or []
     if injected:
-        out.print(_entries(injected, record.get("hook")))
+        _entries(injected, record.get("hook"))
     dropped = record.get("dropped") or []
     if dropped:
         out.print(f"  [dim]below the relevance floor, not injected ({len(dropped)}):[/]")
-        out.print(_entries(dropped, record.get("hook"), style="dim"))
+        _entries(dropped, record.get("hook"), style="dim")
     if record.get("deduped"):
         out.print(f"  [dim]already given this session: {escape(', '.join(record['deduped']))}[/]")
     if record.get("written"):
         out.print(f"  wrote: {escape(', '.join(record['written']))}")
 
 
-def _entries(entries: list[dict[str, Any]], hook: Any, style: str = "") -> Table:
+def _entries(entries: list[dict[str, Any]], hook: Any, style: str = "") -> None:
     """Entries with their score parts and the relevance floor's verdict (older log lines have no verdict)."""
-    table = Table(box=None, padding=(0, 2), show_header=True, header_style="dim", style=style)
-    for name in ("entry", "score", "meaning", "keywords", "why"):
-        table.add_column(name, overflow="fold", style=style or None)
+    rows = []
     for entry in entries:
-        table.add_row(
+        cells = (
             escape(str(entry.get("path"))),
             _num(entry.get("score")),
             _num(entry.get("vec")),
             _num(entry.get("kw")),
             escape(str(entry["why"])) if entry.get("why") else why(entry, hook),
         )
-    return table
+        rows.append([f"[{style}]{c}[/]" if style and c else c for c in cells])
+    print_table(("entry", "score", "meaning", "keywords", "why"), rows, wrap=(4,))
 
 
 def _num(value: Any) -> str:

@@ -25,9 +25,9 @@ from .group import (
     pass_state,
     print_json,
     print_result,
-    print_table,
     yes_option,
 )
+from .render import print_table
 
 
 @cli.command()
@@ -169,7 +169,7 @@ def _render_ideas(old: list[incubator.Idea], months: int) -> None:
     out.print(f"Incubating ideas untouched for {plural(months, 'month')}:")
     rows = [(escape(item.slug), escape(item.title), item.last_touched.astimezone().date().isoformat(),
              "yes" if item.section_present else "no") for item in old]  # fmt: skip
-    print_table(("idea", "title", "last touched", "in Ideas.md"), rows)
+    print_table(("idea", "title", "last touched", "in Ideas.md"), rows, wrap=(1,))
 
 
 def _summary(done: list[tuple[str, incubator.Idea, incubator.Outcome | None]], listed: int) -> None:

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import click
 from rich.markup import escape
-from rich.table import Table
 
 from memvault.claude import seed as seed_mod
 from memvault.text import plural
@@ -14,6 +13,7 @@ from memvault.vault import importer
 from memvault.vault.core import Vault
 
 from .group import State, cli, err, json_option, out, pass_state, print_json
+from .render import print_table
 
 _FILE = click.Path(dir_okay=False, path_type=Path)
 _DIR = click.Path(file_okay=False, path_type=Path)
@@ -60,17 +60,15 @@ def seed(
         print_json(report.as_dict())
         return
     folder = vault.folder + "/"
-    table = Table("route", "entry", "from", box=None)
-    table.columns[1].overflow = table.columns[2].overflow = "fold"
+    rows = []
     for item in report.created:
         where = " › ".join((item["source"], *item["context"]))
-        table.add_row(item["route"], escape(item["path"].removeprefix(folder)), escape(where))
+        rows.append((escape(item["path"].removeprefix(folder)), item["route"], escape(where)))
     for item in report.proposals:
         note = " (protected: applied only if you confirm)" if item["protected"] else ""
         replaces = f"edited: replaces {item['replaces'].removeprefix(folder)}{note}"
-        table.add_row("supersede?", escape(item["path"].removeprefix(folder)), escape(replaces))
-    if table.row_count:
-        out.print(table)
+        rows.append((escape(item["path"].removeprefix(folder)), "supersede?", escape(replaces)))
+    print_table(("entry", "route", "from"), rows, wrap=(2,))
     verb = "would seed" if dry_run else "seeded"
     out.print(
         f"{plural(len(report.sources), 'file')} read, {plural(report.candidates, 'rule')}: {verb} "
@@ -199,13 +197,9 @@ def _undo(vault: Vault, import_id: str | None, *, yes: bool, as_json: bool) -> i
 
 
 def _render_plan(plan: importer.Plan, folder: str) -> None:
-    table = Table("note", f"into {folder}", "keys added", "links fixed", box=None)
-    table.columns[0].overflow = table.columns[1].overflow = "fold"
-    for n in plan.notes:
-        table.add_row(escape(n.source), escape(n.path.removeprefix(folder)), str(len(n.added)) if n.added else "",
-                      str(n.links) if n.links else "")  # fmt: skip
-    if table.row_count:
-        out.print(table)
+    rows = [(escape(n.source), escape(n.path.removeprefix(folder)), str(len(n.added)) if n.added else "",
+             str(n.links) if n.links else "") for n in plan.notes]  # fmt: skip
+    print_table(("note", f"into {folder}", "keys added", "links fixed"), rows)
     for n in plan.notes:
         if n.held:
             err.print(f"[yellow]held for review:[/] {escape(n.source)}: {escape(n.held)}; it is written to "

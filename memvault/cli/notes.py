@@ -29,9 +29,9 @@ from .group import (
     pass_state,
     print_json,
     print_result,
-    print_table,
     yes_option,
 )
+from .render import print_table
 
 
 @cli.command()
@@ -280,7 +280,7 @@ def list_(
         return
     rows = [(escape(e.path), escape(e.kind or ""), e.status + (" (private)" if e.private else ""),
              escape(", ".join(_public(list(e.tags))))) for e in entries]  # fmt: skip
-    print_table(("path", "kind", "status", "tags"), rows)
+    print_table(("path", "kind", "status", "tags"), rows, narrow=(3,))
     out.print(plural(len(entries), "entry"))
 
 

@@ -12,7 +12,6 @@ from typing import Any
 
 import click
 from rich.markup import escape
-from rich.table import Table
 
 from memvault.errors import MemvaultError, ProtectedError
 from memvault.hosts import places
@@ -23,7 +22,8 @@ from memvault.store.model import INBOX, REVIEW
 from memvault.text import plural
 from memvault.vault.core import Vault
 
-from .group import State, cli, confirmed, err, json_option, out, pass_state, print_json, print_table, yes_option
+from .group import State, cli, confirmed, err, json_option, out, pass_state, print_json, yes_option
+from .render import print_table
 
 _CORPUS_DEFAULT = "\0default"
 
@@ -186,17 +186,15 @@ def _render_report(report: reflect_mod.Report, folder: str) -> None:
         return
     if report.halted:
         err.print(f"[yellow]halted:[/] the STOP file {reflect_mod.stop_file()} exists; nothing more was written")
-    table = Table("action", "conf.", "candidate", f"where (in {folder}/)", box=None)
-    table.columns[3].overflow = "fold"
+    rows = []
     for route in report.routes:
         where = (route.get("path") or route.get("target") or "").removeprefix(folder + "/")
         if route["action"] in ("duplicate", "supersede", "promote"):
             verb = {"duplicate": "of", "supersede": "to replace", "promote": "moved from"}[route["action"]]
             where = f"{verb} {route['target'].removeprefix(folder + '/')}"
             where += f" → {route['path'].removeprefix(folder + '/')}" if route.get("path") else ""
-        table.add_row(route["action"], route.get("confidence", ""), escape(route.get("title", "")), escape(where))
-    if report.routes:
-        out.print(table)
+        rows.append((escape(where), route["action"], route.get("confidence", ""), escape(route.get("title", ""))))
+    print_table((f"where (in {folder}/)", "action", "conf.", "candidate"), rows, wrap=(0, 3))
     verb = "would write" if report.dry_run else "wrote"
     out.print(
         f"[dim]{plural(report.turns, 'new turn')}, {plural(report.candidates, 'candidate')} ({report.miner} miner), "
@@ -411,7 +409,7 @@ def _inbox_list(vault: Vault, as_json: bool) -> None:
         name = os.path.splitext(os.path.basename(r["path"]))[0]  # what `inbox accept NAME` takes
         cells.append((f"[bold]{escape(name)}[/]", escape(r["title"]) + extra, escape(r["kind"] or ""),
                       str(r["confidence"] or ""), r["captured"][:10]))  # fmt: skip
-    print_table(("name", "title", "kind", "confidence", "captured"), cells)
+    print_table(("name", "title", "kind", "confidence", "captured"), cells, wrap=(1,))
     out.print(
         f"{plural(len(rows), 'entry')} in the inbox"
         + (": `memvault inbox accept NAME…` or `reject NAME…`" if rows else "")

@@ -16,7 +16,8 @@ from memvault import config as config_mod
 from memvault.errors import MemvaultError
 from memvault.text import plural
 
-from .group import State, cli, err, json_option, out, pass_state, print_json, print_table
+from .group import State, cli, err, json_option, out, pass_state, print_json
+from .render import print_table
 
 
 @cli.command()
@@ -79,7 +80,7 @@ def recall(
         for rank, hit in enumerate(result.hits, 1):
             scores = (f"{hit.score:.3f}", f"{hit.vec_score:.2f}", f"{hit.kw_score:.2f}")
             rows.append((f"[bold]{escape(hit.path)}[/]", str(rank), *scores, _match(hit)))
-        print_table(("entry", "#", "score", "vec", "kw", "match"), rows)
+        print_table(("entry", "#", "score", "vec", "kw", "match"), rows, wrap=(5,))
     below = f", {len(result.dropped)} below the relevance floor" if result.dropped else ""
     out.print(f"[dim]{plural(len(result.hits), 'entry')}{below}, {result.mode} search, {result.ms:.0f} ms[/]")
     if result.reason:
@@ -115,7 +116,7 @@ def _explain(result: Any) -> None:
         words = f"{hit.coverage:.2f}\n{hit.shared_words} word{'s' if hit.shared_words != 1 else ''}"
         rows.append((f"[bold]{escape(hit.path)}[/]", str(rank), cosine, words,
                      "yes" if hit.identifier else "", f"{_match(hit)}\n{verdict}"))  # fmt: skip
-    print_table(("entry", "#", "cosine", "keywords", "exact", "match"), rows)
+    print_table(("entry", "#", "cosine", "keywords", "exact", "match"), rows, wrap=(5,))
 
 
 def _hook_view(prompt: str, result: Any, settings: Any, *, k: int | None, floor: bool) -> None:

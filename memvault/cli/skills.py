@@ -6,12 +6,12 @@ from pathlib import Path
 
 import click
 from rich.markup import escape
-from rich.table import Table
 
 from memvault.claude import auto_memory, skills_index
 from memvault.text import plural
 
 from .group import State, cli, err, json_option, out, pass_state, print_json
+from .render import print_table
 
 _PROJECT = click.Path(file_okay=False, path_type=Path)
 
@@ -36,14 +36,11 @@ def index_skills(state: State, project: Path | None, dry_run: bool, as_json: boo
         print_json(report.as_dict())
         return
     folder = state.vault.folder + "/"
-    table = Table("change", "entry", box=None)
-    for change in ("created", "updated", "archived"):
-        for rel in getattr(report, change):
-            table.add_row(change, escape(rel.removeprefix(folder)))
+    rows = [(escape(rel.removeprefix(folder)), change) for change in ("created", "updated", "archived")
+            for rel in getattr(report, change)]  # fmt: skip
+    print_table(("entry", "change"), rows)
     for item in report.skipped:
-        table.add_row("skipped", escape(f"{item['path'].removeprefix(folder)}: {item['reason']}"))
-    if table.row_count:
-        out.print(table)
+        out.print(f"skipped {escape(item['path'].removeprefix(folder))}: {escape(item['reason'])}", soft_wrap=True)
     verb = "would change" if dry_run else "changed"
     changed = len(report.created) + len(report.updated) + len(report.archived)
     out.print(
@@ -82,17 +79,13 @@ def import_claude_memory(
         print_json({**report.as_dict(), "auto_memory": auto_memory.status(project)})
         return
     folder = vault.folder + "/"
-    table = Table("result", "entry", box=None)
-    table.columns[1].overflow = "fold"
-    for change in ("created", "updated"):
-        for rel in getattr(report, change):
-            table.add_row(change, escape(rel.removeprefix(folder)))
+    rows = [(escape(rel.removeprefix(folder)), change) for change in ("created", "updated")
+            for rel in getattr(report, change)]  # fmt: skip
+    print_table(("entry", "result"), rows)
     for dup in report.duplicates:
-        table.add_row("duplicate", escape(f"{dup['title']} (of {dup['of'].removeprefix(folder)})"))
+        out.print(f"duplicate: {escape(dup['title'])} (of {escape(dup['of'].removeprefix(folder))})", soft_wrap=True)
     for item in report.skipped:
-        table.add_row("skipped", escape(item["reason"]))
-    if table.row_count:
-        out.print(table)
+        out.print(f"skipped: {escape(item['reason'])}", soft_wrap=True)
     verb = "would import" if dry_run else "imported"
     where = "_review/" if review else "the vault"
     out.print(
