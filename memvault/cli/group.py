@@ -6,20 +6,18 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
 from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
 from memvault import __version__
 from memvault.errors import DENIED, FULL, READ_ONLY, MemvaultError, NotWritable, ProtectedError
 from memvault.vault.core import Vault, WriteResult, open_vault
 
 # soft_wrap: a line longer than the terminal is left for the terminal to wrap, never broken by us, so a
-# path in it copies whole; tables (print_table) keep their identifier column whole too.
+# path in it copies whole; tables (render.print_table) keep paths and names whole too.
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
@@ -123,38 +121,6 @@ def print_result(result: WriteResult, as_json: bool) -> None:
         out.print(f"committed {result.commit[:10]}")
     if result.warning:
         err.print(f"[yellow]warning:[/] {result.warning}")
-
-
-OTHER_COLUMN_MIN = 8  # the narrowest a wrapped column may get before rows are printed one field per line
-
-
-def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, key: int = 0) -> None:
-    """Rows (rich markup) as a table whose `key` column, a path or name the user copies, is never cut.
-
-    When the terminal (or a pipe's 80 columns) is wide enough for the longest key, the other columns
-    wrap; otherwise each row prints its key on a line of its own, then the other fields indented.
-    """
-    if not rows:
-        return
-    key_width = max(Text.from_markup(row[key]).cell_len for row in rows)
-    others = [i for i in range(len(headers)) if i != key]
-    need = key_width + sum(min(OTHER_COLUMN_MIN, max(len(headers[i]), 1)) + 2 for i in others)
-    if need <= out.width:
-        table = Table(box=None)
-        for i, header in enumerate(headers):
-            if i == key:
-                table.add_column(header, no_wrap=True, min_width=key_width)
-            else:
-                table.add_column(header, overflow="fold")
-        for row in rows:
-            table.add_row(*row)
-        out.print(table)
-        return
-    for row in rows:
-        out.print(row[key], soft_wrap=True)
-        rest = "  ".join(f"[dim]{headers[i]}:[/] {row[i]}" for i in others if row[i])
-        if rest:
-            out.print(f"  {rest}")
 
 
 def print_json(data: Any) -> None:
