@@ -198,10 +198,14 @@ if [ "$DRY_RUN" = 1 ]; then
   exit 0
 fi
 echo "Done. Next steps:"
-case " ${PASS[*]:-} " in
-  *" --vault"*) ;;
-  *) echo "  memvault install --vault ~/path/to/your/ObsidianVault   record your vault (skip if memvault knows it already)" ;;
-esac
+# The vault memvault knows now (from --vault, the config file or MEMVAULT_VAULT), if any.
+KNOWN=$("$VENV/bin/python" -c 'from memvault import config; print(config.load().vault_root or "")' 2>/dev/null || true)
+if [ -n "$KNOWN" ]; then
+  echo "  your vault: $KNOWN (memvault init PATH records another)"
+else
+  echo "  memvault init ~/path/to/your/ObsidianVault               record your vault"
+fi
 echo "  start a new Claude Code session: relevant notes are recalled into your prompts"
-echo "  memvault health                                          check the vault, the index and the hooks"
+echo "  memvault health     check the vault, index, service and reflection, and that each agent's memvault"
+echo "                      hooks and MCP server run an interpreter that exists (not whether the agent calls them)"
 echo "  $0 --uninstall                                  remove every agent's hooks, the skill and the environment"

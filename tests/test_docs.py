@@ -94,3 +94,28 @@ def test_the_mcp_approval_hint_names_the_clients_own_headless_command(client: st
 
     hints = " ".join(install.plan_mcp(client, approve=False).notes)
     assert headless in hints and other not in hints, hints
+
+
+def test_install_shs_next_steps_suggest_a_vault_only_when_none_is_known_and_say_what_health_checks(
+    tmp_path: Path,
+) -> None:
+    import subprocess
+
+    from .test_install_sh import _env, _run
+
+    home, vault = tmp_path / "home", tmp_path / "Obsidian"
+    (vault / ".obsidian").mkdir(parents=True)
+
+    def next_steps(proc: subprocess.CompletedProcess[str]) -> str:
+        return proc.stdout.split("Done. Next steps:", 1)[1]
+
+    steps = next_steps(_run(home, "--no-python-deps", "--no-demo"))
+    assert "memvault init ~/path/to/your/ObsidianVault" in steps and "your vault" not in steps  # none known yet
+    lines = steps.splitlines()
+    at = next(n for n, line in enumerate(lines) if "memvault health" in line)
+    health = " ".join(lines[at : at + 2])
+    assert "interpreter that exists" in health and "the hooks" not in health, health  # what it checks of hooks
+    memvault = home / ".local/share/memvault/venv/bin/memvault"
+    subprocess.run([str(memvault), "init", str(vault)], env=_env(home), check=True, capture_output=True)
+    steps = next_steps(_run(home, "--no-python-deps", "--no-demo"))
+    assert "ObsidianVault" not in steps and f"your vault: {vault}" in steps, steps
