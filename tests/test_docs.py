@@ -110,7 +110,7 @@ def test_install_shs_next_steps_suggest_a_vault_only_when_none_is_known_and_say_
         return proc.stdout.split("Done. Next steps:", 1)[1]
 
     steps = next_steps(_run(home, "--no-python-deps", "--no-demo"))
-    assert "memvault init ~/path/to/your/ObsidianVault" in steps and "your vault" not in steps  # none known yet
+    assert "memvault init ~/path/to/your/ObsidianVault" in steps and "your vault:" not in steps  # none known yet
     lines = steps.splitlines()
     at = next(n for n, line in enumerate(lines) if "memvault health" in line)
     health = " ".join(lines[at : at + 2])
