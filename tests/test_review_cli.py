@@ -183,3 +183,14 @@ def test_reflect_corpus_defaults_to_the_claude_projects_folder(vault_dir: Path, 
     shown = json.loads(run(vault_dir, "reflect", "--json").output)
     assert shown["transcript"] == str(newest / "c.jsonl") and len(shown["written"]) == 1
     assert "--session" in run(vault_dir, "reflect", "--corpus", "--session", "x.jsonl", code=2).output
+
+
+def test_evolve_with_no_heading_in_the_new_body_keeps_the_old_title(vault_dir: Path) -> None:
+    """The example's formatter preference is titled by its heading; the new body has none."""
+    vault = open_vault(vault_dir)
+    old_title = vault.entry(FORMATTER).title
+    assert old_title != "python-formatter"
+    run(vault_dir, "evolve", FORMATTER, "Use ruff format everywhere.", "--reason", "ruff replaced black")
+    assert open_vault(vault_dir).entry(FORMATTER).title == old_title
+    run(vault_dir, "evolve", FORMATTER, "# Ruff only\n\nUse ruff format everywhere.", "--reason", "own title")
+    assert open_vault(vault_dir).entry(FORMATTER).title == "Ruff only"  # a heading of its own wins

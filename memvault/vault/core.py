@@ -300,6 +300,9 @@ class Vault:
             if confidence:
                 fields["confidence"] = confidence
             new_note = notes.new_note(model.ordered(fields), safety.strip_private(body))
+            old_title = notes.title_of(old_note, "")
+            if old_title and not notes.title_of(new_note, ""):  # no heading of its own: keep the old title
+                new_note = notes.new_note(model.ordered({**fields, "title": old_title}), new_note.body)
             text, warning = self.changes.checked(notes.dump(new_note), new_rel)
             ops = [
                 journal.FileOp(archive_rel, notes.dump(archived), journal.ABSENT),
