@@ -242,3 +242,26 @@ def test_undoing_a_promote_prints_the_change_it_undid_and_every_path_it_restored
     revert = next(x.split()[-1] for x in lines if x.startswith("committed "))
     touched = set(git(vault.root, "show", "--name-only", "--no-renames", "--format=", revert).split())
     assert restored | removed == touched
+
+
+def test_a_capture_lines_link_still_opens_the_entry_after_review_approves_and_moves_it(vault) -> None:
+    """The log is append-only: the `to review` line written with the capture must still lead to the entry
+    once approving moved it out of `_review/` (Obsidian resolves the link by name)."""
+    import re
+
+    from memvault.reflect import review
+    from memvault.store import disk
+    from memvault.vault import links
+
+    queued = vault.save("fix", "celery-visibility-timeout", "Raise visibility_timeout above the longest ETA.\n",
+                        folder="_review", source="sess-9", confidence="medium",
+                        log=[Record(changelog.REVIEW)]).path  # fmt: skip
+    approved = review.approve(vault, queued).path
+    assert approved != queued and not (vault.root / queued).exists()
+    page = next((vault.root / PAGE_DIR).glob("changelog-*.md")).read_text(encoding="utf-8")
+    files = links.Files.of(disk.list_markdown(vault.root, vault.ignore).notes)
+    opened = {}
+    for line in page.splitlines():
+        for target in re.findall(r"\[\[([^|\]]+)", line):
+            opened[line.split(changelog.SEP)[1]] = links.resolve(target, f"{PAGE_DIR}/page.md", files)
+    assert opened == {changelog.REVIEW: approved, changelog.APPROVED: approved}, page

@@ -126,5 +126,6 @@ def supersede(vault: Vault, rel: str, target: str | None = None) -> WriteResult:
 
 
 def reject(vault: Vault, rel: str, *, how: str = "rejected") -> WriteResult:
-    log = [Record(changelog.REJECTED, detail=f"{how} by you")]
+    deleted = "the note was deleted (in a git vault `memvault undo` brings it back)"
+    log = [Record(changelog.REJECTED, detail=f"{how} by you: {deleted}")]
     return vault.remove(rel, reason=f"{how} in review", op="reject", log=log)

@@ -6,7 +6,8 @@ it records (one journalled intent) is `vault.changes`. Standard library only: th
 reads the pages too.
 
 A line reads `- 2026-05-03 14:02 · saved · [[MemoryVault/…/use-uv|use-uv]] · rule …, confidence high,
-session …`: when, what, which entry (a wikilink Obsidian resolves by path), why. `_meta/` is outside
+session …`: when, what, which entry (a wikilink Obsidian resolves by path; by name for a capture in
+`_review/` or `_inbox/`, which approving moves), why. `_meta/` is outside
 the read scope, so the log is never indexed or recalled into a prompt; Obsidian shows it like any note.
 """
 
@@ -75,10 +76,21 @@ def page_name(when: dt.datetime, n: int = 1) -> str:
     return f"{PREFIX}{when:%Y-%m}{'' if n == 1 else f'-{n}'}.md"
 
 
+QUEUES = ("_review", "_inbox")  # a capture there moves when approved (keeping its name) or is deleted
+
+
 def wikilink(rel: str) -> str:
-    """A link Obsidian resolves by path whatever other notes share the name, shown as the file name."""
+    """A link Obsidian resolves by path whatever other notes share the name, shown as the file name.
+
+    A capture waiting in a queue is linked by its name alone: the log is append-only, and approving moves
+    the note (same name) to its kind folder, where Obsidian still finds it. A rejected capture is deleted;
+    its link then opens nothing, and the `rejected` line after it says so.
+    """
     target = rel.removesuffix(".md")
-    return f"[[{target}|{target.rsplit('/', 1)[-1]}]]"
+    folder, _, name = target.rpartition("/")
+    if folder.rsplit("/", 1)[-1] in QUEUES:
+        return f"[[{name}]]"
+    return f"[[{target}|{name}]]"
 
 
 def line(record: Record, when: dt.datetime, path: str) -> str:
