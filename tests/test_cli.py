@@ -134,3 +134,88 @@ def test_cli_reference_is_in_sync_with_help() -> None:
     assert (REPO / "wiki" / "reference" / "cli.md").read_text(encoding="utf-8") == expected, (
         "wiki/reference/cli.md is stale: run python scripts/gen_cli_docs.py"
     )
+
+
+# ---- output that says what happened (issue 30, item 8) -----------------------------------------------
+
+TOKEN = "ghp_" + "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0FeDcBa98"
+
+
+def test_a_secret_is_pointed_to_on_the_line_of_the_text_given(vault_dir: Path) -> None:
+    one = run("--vault", str(vault_dir), "save", "fix", "token", f"use {TOKEN} here", code=1).output
+    assert "github_token on line 1 of the text given" in one, one
+    three = run("--vault", str(vault_dir), "save", "fix", "token", "-", input=f"# Token\n\nuse {TOKEN}\n", code=1)
+    assert "github_token on line 3 of the text given" in three.output, three.output
+
+
+def test_seed_that_finds_no_file_says_where_it_looked(vault_dir: Path, tmp_path: Path, monkeypatch) -> None:
+    claude, project = tmp_path / "claude-config", tmp_path / "project"
+    claude.mkdir()
+    project.mkdir()
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude))
+    said = run("--vault", str(vault_dir), "seed", "--project", str(project), "--dry-run").output
+    assert "0 files read" in said
+    assert str(claude / "CLAUDE.md") in said and str(project) in said and "AGENTS.md" in said, said
+    assert "--from" in said
+
+
+def test_import_undo_prints_its_commit(git_vault, tmp_path: Path) -> None:
+    from .conftest import git
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "old-note.md").write_text("# Old\n\nAn old note.\n", encoding="utf-8")
+    run("--vault", str(git_vault.root), "import", str(notes))
+    said = run("--vault", str(git_vault.root), "import", "--undo", "--yes").output
+    head = git(git_vault.root, "rev-parse", "HEAD").strip()
+    assert f"committed {head[:10]}" in said, said
+
+
+def test_reindex_in_a_pipe_says_it_started_and_how_fast_it_went(vault_dir: Path) -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "memvault", "--vault", str(vault_dir), "reindex", "--keyword-only"],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert lines[0] == f"reindexing {vault_dir}…", done.stderr  # at once, before the work
+    assert any(line.startswith("reading notes: 27 of 27") and "notes/s" in line for line in lines), done.stderr
+
+
+@pytest.mark.parametrize("name", ["user_prompt_submit", "session_start", "stop"])
+def test_a_hook_run_by_hand_without_input_says_what_it_expects(name: str, vault_dir: Path) -> None:
+    import subprocess
+    import sys
+
+    from memvault.claude.settings import INTERPRETER_FLAGS
+
+    done = subprocess.run([sys.executable, *INTERPRETER_FLAGS, str(REPO / "memvault" / "hooks" / f"{name}.py")],
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 0
+    assert "expects the host's event JSON on standard input" in done.stderr, done.stderr
+
+
+def test_a_hook_run_at_a_terminal_says_what_to_paste_before_it_waits(vault_dir: Path) -> None:
+    import os
+    import pty
+    import select
+    import subprocess
+    import sys
+
+    from memvault.claude.settings import INTERPRETER_FLAGS
+
+    leader, follower = pty.openpty()
+    script = REPO / "memvault" / "hooks" / "user_prompt_submit.py"
+    hook = subprocess.Popen([sys.executable, *INTERPRETER_FLAGS, str(script)], stdin=follower,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    os.close(follower)
+    try:
+        assert select.select([hook.stderr], [], [], 30)[0], "the hook waits without a word"
+        first = hook.stderr.readline()  # said before it reads: the hook is waiting now
+        assert "expects the host's event JSON on standard input; paste it, then press Ctrl-D" in first
+        os.write(leader, b"\x04")  # Ctrl-D: no input
+        assert hook.wait(timeout=60) == 0
+    finally:
+        hook.kill()
+        os.close(leader)

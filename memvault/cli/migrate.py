@@ -75,6 +75,8 @@ def seed(
         f"{len(report.created)} new, {plural(len(report.proposals), 'supersede proposal')}, "
         f"{len(report.unchanged)} already in the vault"
     )
+    if not report.sources and not report.errors:
+        _looked(project, only)
     for item in report.gone:
         out.print(f"[dim]no longer in {escape(item['source'])}: {escape(item['path'])} (left as it is)[/]")
     for item in report.skipped:
@@ -85,6 +87,18 @@ def seed(
         err.print(f"[yellow]skipped:[/] {escape(problem['path'])}: {escape(problem['error'])}")
     for line in report.warnings:
         err.print(f"[yellow]warning:[/] {escape(line)}")
+
+
+def _looked(project: Path | None, only: bool) -> None:
+    """Where seed looked for instruction files, said when it found none."""
+    from memvault import paths
+    from memvault.claude.settings import claude_dir
+
+    folder = paths.shown((project or Path.cwd()).expanduser().absolute())
+    places = [] if only else [paths.shown(claude_dir().expanduser() / "CLAUDE.md"),
+                              f"{', '.join(seed_mod.PROJECT_FILES)} in {folder}"]  # fmt: skip
+    looked = f"looked for {' and '.join(places)}: none exists; " if places else ""
+    out.print(f"{escape(looked)}name a file to read with --from PATH", soft_wrap=True)
 
 
 @cli.command("import")
@@ -144,6 +158,8 @@ def import_(
             )
             return
         out.print(f"import {undone.id} taken back: {plural(len(undone.paths), 'note')} removed")
+        if undone.commit:
+            out.print(f"committed {undone.commit[:10]}")
         if undone.warning:
             err.print(f"[yellow]warning:[/] {escape(undone.warning)}")
         for rel in undone.paths:

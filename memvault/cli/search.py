@@ -173,10 +173,15 @@ def reindex(state: State, full: bool, keyword_only: bool, wait: bool, as_json: b
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                TextColumn("{task.fields[rate]}"))  # fmt: skip
     quiet = as_json or not err.is_terminal  # no bar (and no stray blank line) in a pipe or a log
+    lines = _ProgressLines() if quiet and not as_json else None  # there, plain lines instead
+    if lines is not None:
+        err.print(f"reindexing {escape(str(vault.root))}…", soft_wrap=True)
     with Progress(*columns, console=err, transient=True, disable=quiet) as bar:
         tasks: dict[str, Any] = {}
 
         def progress(phase: str, done: int, total: int) -> None:
+            if lines is not None:
+                lines.update("reading notes" if phase == "scan" else "embedding", done, total)
             if phase not in tasks:
                 label = "reading notes" if phase == "scan" else "embedding"
                 tasks[phase] = bar.add_task(label, total=total, rate="", started_at=time.monotonic())
@@ -212,13 +217,41 @@ def reindex(state: State, full: bool, keyword_only: bool, wait: bool, as_json: b
         err.print(f"[yellow]warning:[/] {line}")
 
 
+PROGRESS_EVERY_S = 10.0  # in a pipe or a log: a progress line this often, besides each phase's first and last
+
+
+class _ProgressLines:
+    """Reindex progress as plain lines on standard error, for a pipe or a log where a bar cannot redraw: a
+    phase's first batch (`reading notes: 200 of 1200, 900 notes/s, 0:01 left`), then one line every
+    PROGRESS_EVERY_S and its last. A phase is timed from the end of the one before (the first, from the start)."""
+
+    def __init__(self) -> None:
+        self.since = time.monotonic()
+        self.started: dict[str, float] = {}
+        self.said: dict[str, float] = {}
+        self.ended: set[str] = set()
+
+    def update(self, label: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        if label not in self.started:
+            self.started[label] = self.since
+        elif label in self.ended or (done < total and now - self.said[label] < PROGRESS_EVERY_S):
+            return
+        self.said[label] = now
+        if done >= total:
+            self.ended.add(label)
+            self.since = now
+        rate = _rate(self.started[label], done, total, at_least=0.0)
+        err.print(f"{label}: {done} of {total}" + (f", {rate}" if rate else ""), soft_wrap=True)
+
+
 WAIT_FOR_REINDEX_S = 6 * 3600  # `--wait`: as long as a reindex of a big vault on a slow machine can take
 
 
-def _rate(started: float, done: int, total: int) -> str:
-    """ "120 notes/s, 2:05 left" for the progress bar, once there is something to measure."""
+def _rate(started: float, done: int, total: int, at_least: float = 1.0) -> str:
+    """ "120 notes/s, 2:05 left" for the progress bar, once there is something to measure (`at_least` seconds)."""
     elapsed = time.monotonic() - started
-    if done <= 0 or elapsed < 1:
+    if done <= 0 or elapsed <= 0 or elapsed < at_least:
         return ""
     rate = done / elapsed
     left = int((total - done) / rate) if rate > 0 else 0

@@ -38,7 +38,8 @@ def run(event: str) -> None:
     if data:
         _site()
         _plugin(event, data)
-    stdin, why = _hand_over(event, None) if event in FAST_EVENTS else (None, None)
+    # A person at a terminal gets the full hook, which says what it expects before it reads.
+    stdin, why = _hand_over(event, None) if event in FAST_EVENTS and not _at_terminal() else (None, None)
     main = _import("events").main
     sys.exit(main(event, stdin, not_served=why))
 
@@ -48,6 +49,13 @@ def run_host(argv: list) -> None:
     host, event = [*argv, "", ""][:2]
     stdin, why = _hand_over(event, host) if (host, event) in FAST_HOST_EVENTS else (None, None)
     sys.exit(_import("adapters").main(host, event, stdin, not_served=why))
+
+
+def _at_terminal() -> bool:
+    try:
+        return sys.stdin is not None and sys.stdin.isatty()
+    except (ValueError, OSError):
+        return False
 
 
 def _hand_over(event: str, host: str | None) -> tuple[io.TextIOWrapper | None, str | None]:

@@ -76,7 +76,13 @@ def main(
     carries `not_served`: why the warm service did not run this event for the hook (`hooks.fast`).
     """
     NOT_SERVED.set(not_served)
-    output, record = respond(event, read_payload(stdin or sys.stdin), host=host)
+    stream = stdin or sys.stdin
+    if by_hand(stream):
+        say_expected(event, "paste it, then press Ctrl-D")
+    text = read_text(stream)
+    if not text.strip() and not by_hand(stream):
+        say_expected(event, "it got none")
+    output, record = respond(event, parse_payload(text), host=host)
     if not_served:
         record["not_served"] = not_served
     if output is not None:
@@ -137,17 +143,36 @@ NOT_SERVED: ContextVar[str | None] = ContextVar("memvault_not_served", default=N
 
 
 def read_payload(stream: TextIO) -> dict[str, Any]:
-    """The event JSON; empty, broken or non-object input gives {} (the hook then does what it can).
+    """The event JSON; empty, broken or non-object input gives {} (the hook then does what it can)."""
+    return parse_payload(read_text(stream))
+
+
+def read_text(stream: TextIO) -> str:
+    """The event's text, "" when it cannot be read.
 
     Read as bytes where possible: bytes that are not UTF-8 become U+FFFD instead of failing the read
     (or, through surrogate escapes, failing the log line later).
     """
     try:
         raw = getattr(stream, "buffer", None)
-        text = raw.read(MAX_PAYLOAD).decode("utf-8", "replace") if raw is not None else stream.read(MAX_PAYLOAD)
-    except (ValueError, OSError, UnicodeDecodeError):
-        return {}
-    return parse_payload(text)
+        return raw.read(MAX_PAYLOAD).decode("utf-8", "replace") if raw is not None else stream.read(MAX_PAYLOAD)
+    except (ValueError, OSError, UnicodeDecodeError, AttributeError):
+        return ""
+
+
+def by_hand(stream: TextIO | None) -> bool:
+    """Whether a person runs the hook at a terminal (a host always pipes the event in)."""
+    try:
+        return stream is not None and stream.isatty()
+    except (ValueError, OSError):
+        return False
+
+
+def say_expected(event: str, then: str) -> None:
+    """One line on standard error for a person running a hook by hand: what it reads. The exit status stays 0."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        sys.stderr.write(f"memvault {event} hook: it expects the host's event JSON on standard input; {then}\n")
+        sys.stderr.flush()
 
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")  # a \uD800–\uDFFF escape in JSON text

@@ -73,7 +73,7 @@ def check_content(text: str, *, max_bytes: int, secrets_mode: str, where: str) -
     if secrets_mode == "redact":
         return secrets.redact(text)[0]
     raise SafetyError(
-        f"{where}: looks like it holds a secret ({secrets.describe(findings)}); "
+        f"{where}: looks like it holds a secret ({secrets.describe(findings, text)}); "
         "remove it, wrap it in <private>…</private>, or set vault.secrets: redact",
         code="secret",
         path=where,

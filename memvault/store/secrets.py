@@ -478,8 +478,23 @@ def redact(text: str) -> tuple[str, list[Finding]]:
     return "".join(parts), findings
 
 
-def describe(findings: list[Finding]) -> str:
-    """Short human summary naming kinds and lines only, never the secret values."""
+# A note's frontmatter block, as `notes.parse` finds it (store.notes imports this module, not the other way round).
+_FRONTMATTER = re.compile(r"\A\ufeff?---[ \t]*\r?\n(?:.*?\n)??---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
+
+
+def describe(findings: list[Finding], text: str | None = None) -> str:
+    """Short human summary naming kinds and lines only, never the secret values.
+
+    Given the scanned note's `text`, a line is counted from the start of its body, the text the user gave
+    (the frontmatter memvault wrote above it is not theirs to count), and a secret in the frontmatter is
+    said to be there.
+    """
     if not findings:
         return "no secrets found"
-    return ", ".join(f"{f.kind} on line {f.line}" for f in findings)
+    head = _FRONTMATTER.match(text) if text else None
+    if head is None:
+        return ", ".join(f"{f.kind} on line {f.line}" for f in findings)
+    above = head.group(0).count("\n")
+    where = [" in the frontmatter" if f.start < head.end() else f" on line {f.line - above} of the text given"
+             for f in findings]  # fmt: skip
+    return ", ".join(f.kind + at for f, at in zip(findings, where, strict=True))
