@@ -16,6 +16,13 @@ HEADER = """# CLI reference
 Generated from `memvault --help` by `scripts/gen_cli_docs.py`; a test fails when it is out of date.
 Every command accepts the global `--vault PATH` (or `MEMVAULT_VAULT`) before its name. Exit codes:
 0 success, 1 error (message with a reason code, see [errors](errors.md)), 2 usage error.
+
+Output fits the terminal's width (`COLUMNS` when set; 80 in a pipe). A path or a name is never cut
+or broken across lines: a table that cannot show its paths whole prints one block per row instead,
+the path on a line of its own (copied whole even when the terminal folds it), the other fields
+indented under it. Titles and snippets wrap between words. `--json` gives the same results for
+scripts. Long work (`reindex`) shows a progress bar in a terminal and, in a pipe or a log, a start
+line and progress lines with a rate on standard error.
 """
 
 
