@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import string
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memvault import open_vault, runtime
 from memvault.claude import auto_memory
@@ -207,3 +210,26 @@ def test_click_runner_columns_reach_the_console(long_vault: Path) -> None:
     """The tests above rely on COLUMNS deciding the width, as it does in a terminal or with `COLUMNS=… memvault`."""
     narrow, wide = run(60, long_vault, "list"), run(200, long_vault, "list")
     assert narrow != wide
+
+
+NAME = st.text(alphabet=string.ascii_lowercase + string.digits + "-_./", min_size=1, max_size=90)
+PROSE = st.lists(st.text(alphabet=string.ascii_letters + string.digits + "-,.:`()", min_size=1, max_size=30),
+                 max_size=25).map(" ".join)  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    rows=st.lists(st.tuples(NAME, NAME, PROSE, st.integers(0, 10**6)), min_size=1, max_size=5),
+    width=st.integers(60, 200),
+)
+def test_any_table_at_any_width_keeps_names_whole_and_words_unbroken(rows: list, width: int) -> None:
+    from rich.console import Console
+
+    from memvault.cli import render
+
+    console = Console(width=width, record=True, highlight=False)
+    cells = [(path, name, prose, str(n)) for path, name, prose, n in rows]
+    render.print_table(("path", "name", "about", "count"), cells, wrap=(2,), console=console)
+    output = console.export_text()
+    whole(output, width=width, lines=[c for row in cells for c in (row[0], row[1], row[3])],
+          words=[row[2] for row in cells])  # fmt: skip

@@ -54,7 +54,8 @@ def print_table(
         console.print(table)
         return
     for row in cells:
-        console.print(row[key], soft_wrap=True)  # never broken by us: a path longer than the terminal copies whole
+        if row[key].plain.strip():
+            console.print(row[key], soft_wrap=True)  # never broken by us: a path longer than the terminal copies whole
         _print_fields(console, headers, row, key=key, wrap=wrap)
 
 
