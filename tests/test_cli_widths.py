@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import string
 from pathlib import Path
 
@@ -95,6 +96,12 @@ def test_list_inbox_and_health_keep_paths_names_and_statuses_whole(long_vault: P
     inbox = data(long_vault, "inbox")["entries"]
     whole(run(width, long_vault, "inbox"), width=width, lines=[Path(e["path"]).stem for e in inbox],
           words=[f"{e['title']} {e['kind']} {e['confidence']}" for e in inbox])  # fmt: skip
+    for file in (long_vault / F / "personal-private" / "_idea-incubator").rglob("*"):
+        os.utime(file, (0, 0))  # untouched since 1970: `gc` lists the idea (without a terminal it changes nothing)
+    ideas = data(long_vault, "gc", "--months", "1")["ideas"]
+    assert ideas
+    whole(run(width, long_vault, "gc", "--months", "1"), lines=[i["slug"] for i in ideas],
+          words=[i["title"] for i in ideas])  # fmt: skip
     health = data(long_vault, "health")
     whole(run(width, long_vault, "health"), lines=[*health["by_group"], *health["by_kind"], *health["by_status"]])
 
