@@ -179,7 +179,7 @@ def test_reindex_in_a_pipe_says_it_started_and_how_fast_it_went(vault_dir: Path)
                           capture_output=True, text=True, timeout=120)  # fmt: skip
     assert done.returncode == 0, done.stderr
     lines = done.stderr.splitlines()
-    assert lines[0] == f"reindexing {vault_dir}…", done.stderr  # at once, before the work
+    assert lines[0] == f"reindexing {vault_dir}…", done.stderr  # first, with the first batch of work
     assert any(line.startswith("reading notes: 27 of 27") and "notes/s" in line for line in lines), done.stderr
 
 

@@ -190,7 +190,9 @@ def test_small_ones(vault_dir: Path, tmp_path: Path) -> None:
     assert "Alias: `memvault search`" not in run("search", "--help").output
     assert "memvault recall" in run("search", "--help").output
     done = memvault(vault_dir, "reindex", "--keyword-only", stdin=subprocess.DEVNULL)
-    assert done.returncode == 0 and done.stderr == ""  # no stray blank line
+    said = done.stderr.splitlines()  # in a pipe: no bar and no stray blank line, the start and progress lines
+    assert done.returncode == 0 and said == [f"reindexing {vault_dir}…", said[1]], done.stderr
+    assert said[1].startswith("reading notes: 27 of 27, ") and said[1].endswith(" notes/s")
     assert "1 entry" in run("--vault", str(vault_dir), "list", "-k", "skill").output
     log = paths.state_dir() / "logs"
     log.mkdir(parents=True, exist_ok=True)

@@ -173,9 +173,7 @@ def reindex(state: State, full: bool, keyword_only: bool, wait: bool, as_json: b
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                TextColumn("{task.fields[rate]}"))  # fmt: skip
     quiet = as_json or not err.is_terminal  # no bar (and no stray blank line) in a pipe or a log
-    lines = _ProgressLines() if quiet and not as_json else None  # there, plain lines instead
-    if lines is not None:
-        err.print(f"reindexing {escape(str(vault.root))}…", soft_wrap=True)
+    lines = _ProgressLines(vault.root) if quiet and not as_json else None  # there, plain lines instead
     with Progress(*columns, console=err, transient=True, disable=quiet) as bar:
         tasks: dict[str, Any] = {}
 
@@ -221,11 +219,13 @@ PROGRESS_EVERY_S = 10.0  # in a pipe or a log: a progress line this often, besid
 
 
 class _ProgressLines:
-    """Reindex progress as plain lines on standard error, for a pipe or a log where a bar cannot redraw: a
-    phase's first batch (`reading notes: 200 of 1200, 900 notes/s, 0:01 left`), then one line every
-    PROGRESS_EVERY_S and its last. A phase is timed from the end of the one before (the first, from the start)."""
+    """Reindex progress as plain lines on standard error, for a pipe or a log where a bar cannot redraw:
+    `reindexing VAULT…` with the first batch of work (a reindex found busy says only that), then each phase's
+    first batch (`reading notes: 200 of 1200, 900 notes/s, 0:01 left`), one line every PROGRESS_EVERY_S and
+    its last. A phase is timed from the end of the one before (the first, from the start)."""
 
-    def __init__(self) -> None:
+    def __init__(self, root: Any) -> None:
+        self.root = root
         self.since = time.monotonic()
         self.started: dict[str, float] = {}
         self.said: dict[str, float] = {}
@@ -233,6 +233,8 @@ class _ProgressLines:
 
     def update(self, label: str, done: int, total: int) -> None:
         now = time.monotonic()
+        if not self.started:
+            err.print(f"reindexing {escape(str(self.root))}…", soft_wrap=True)
         if label not in self.started:
             self.started[label] = self.since
         elif label in self.ended or (done < total and now - self.said[label] < PROGRESS_EVERY_S):
