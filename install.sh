@@ -180,7 +180,7 @@ if [ "$DEMO" = 1 ] && [ "$DRY_RUN" = 0 ]; then
     echo "==> indexing the demo vault, then recalling: the note says \"flaky\", the question does not"
     "${MV[@]}" reindex
     # --wait: the first recall starts the warm embedding service (a few seconds to load the model).
-    "${MV[@]}" recall "a test that fails only sometimes" -k 3 --wait 120
+    "${MV[@]}" recall "a test that fails only sometimes" --wait 120  # the same entries the hook injects (recall.k, the floor)
     echo
     echo "==> what Claude Code's prompt hook adds to the same question"
     HOOK=$("$VENV/bin/python" -c 'import memvault, os; print(os.path.join(os.path.dirname(memvault.__file__), "hooks"))')
