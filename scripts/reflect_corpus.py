@@ -10,7 +10,7 @@ the repository (scripts/data/reflect_corpus/README.md). `export` reads each sess
 mirror of its repository (`git cat-file blob COMMIT:PATH`, the same bytes as `git show`) into
 OUT/<host>/<session id>.<ext>, checks its size and sha256, and names every missing or mismatched
 session on one line. `check` validates every *.json file of the corpus folder. `split` is the
-train / dev / test split by source repository (`split_of`); the seven sessions of ../shared/data
+train / dev / test split by source repository (`split_of`); the seven sessions of the shared Claude Code transcripts
 keep their own labels and split (scripts/data/reflect_labels.json) and are reported apart.
 """
 
@@ -263,7 +263,7 @@ def export(corpus: Path, mirrors: Path, out: Path) -> tuple[int, list[str]]:
 
 
 def legacy(labels: Path = LEGACY_LABELS) -> dict[str, list[str]]:
-    """The seven ../shared/data interactive sessions by their own split (reflect_labels.json: dev, heldout)."""
+    """The seven shared interactive Claude Code sessions by their own split (reflect_labels.json: dev, heldout)."""
     data = json.loads(Path(labels).read_text(encoding="utf-8"))
     split = data.get("split", {})
     seven = [rel for part in ("dev", "heldout") for rel in split.get(part, []) if rel.split("/")[0] in LEGACY_SEVEN]
@@ -350,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{part}: " + ", ".join(r for r, p in result["repos"].items() if p == part))
     old = legacy()
     print(
-        f"\n../shared/data (scripts/data/reflect_labels.json, its own split, kept): "
+        f"\nthe shared Claude Code transcripts (scripts/data/reflect_labels.json, its own split, kept): "
         f"{len(old['dev']) + len(old['heldout'])} interactive sessions, "
         f"{len(old['dev'])} dev, {len(old['heldout'])} held-out"
     )
