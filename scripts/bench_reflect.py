@@ -4,7 +4,7 @@
     python scripts/bench_reflect.py --corpus DIR [--report-test] [--verbose] [--json]
 
 Over 400 lines: two benchmarks that share their reading and mining, the labelled Claude Code
-the shared real Claude Code transcripts and the hand-labelled corpus of all three hosts.
+transcripts (the shared real sessions) and the hand-labelled corpus of all three hosts.
 
 DIR holds the transcripts the labels name, megabytes of real sessions not carried in the repository:
 --data DIR, else $MEMVAULT_BENCH_DATA/claude-code-transcripts (the sources are listed in
