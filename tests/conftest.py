@@ -179,6 +179,25 @@ def configure(memvault_home: Path, text: str) -> None:
     config.write_text(yaml.safe_dump(merged, sort_keys=False), encoding="utf-8")
 
 
+def home_env(home: Path, runtime: Path, drop: tuple[str, ...] = (), **extra: str) -> dict[str, str]:
+    """This process's environment for a program run as a new user with a throwaway `home`: memvault's, the XDG
+    and the agents' variables (and `drop`) removed, every XDG folder in its default place under `home`, and a
+    0700 runtime folder of its own (unset, it would be the real user's, where their service listens)."""
+    runtime.mkdir(mode=0o700, parents=True, exist_ok=True)
+    gone = ("MEMVAULT_", "XDG_", "CLAUDE_", "CODEX_", "GEMINI_")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(gone) and k not in ("VIRTUAL_ENV", *drop)}
+    env.update(
+        HOME=str(home),
+        XDG_DATA_HOME=str(home / ".local/share"),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        XDG_STATE_HOME=str(home / ".local/state"),
+        XDG_CACHE_HOME=str(home / ".cache"),
+        XDG_RUNTIME_DIR=str(runtime),
+        **extra,
+    )
+    return env
+
+
 def git(cwd: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
 

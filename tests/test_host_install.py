@@ -17,7 +17,7 @@ from memvault.cli import cli
 from memvault.hosts import codex_toml, spec
 from memvault.hosts import install as hi
 
-from .conftest import REPO, snapshot
+from .conftest import REPO, home_env, snapshot
 
 THEIRS = {"type": "command", "command": "/usr/local/bin/other-tool --hook", "timeout": 30}
 CODEX_HOOKS = '{\n    "description": "team hooks",\n  "hooks": {"Stop": [{"hooks": [THEIRS]}]}\n}'.replace(
@@ -214,23 +214,7 @@ def machine_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     """A throwaway HOME with every agent's and memvault's folders in their default places under it."""
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("MEMVAULT_", "XDG_", "CLAUDE_", "CODEX_", "GEMINI_")) and k != "VIRTUAL_ENV"
-    }
-    env.update(
-        HOME=str(home),
-        XDG_DATA_HOME=str(home / ".local/share"),
-        XDG_CONFIG_HOME=str(home / ".config"),
-        XDG_STATE_HOME=str(home / ".local/state"),
-        XDG_CACHE_HOME=str(home / ".cache"),
-        XDG_RUNTIME_DIR=str(tmp_path / "run"),
-        TMPDIR=str(tmp_path),
-        **extra,
-    )
-    (tmp_path / "run").mkdir(mode=0o700, exist_ok=True)
-    return env
+    return home_env(home, tmp_path / "run", TMPDIR=str(tmp_path), **extra)
 
 
 def memvault_cmd(python: str, env: dict[str, str], *args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, home_env
 
 pytestmark = [
     pytest.mark.slow,
@@ -28,21 +28,7 @@ OTHER_TOOL = (
 
 
 def _env(home: Path) -> dict[str, str]:
-    runtime = home.parent / f"{home.name}-run"
-    runtime.mkdir(mode=0o700, exist_ok=True)
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("MEMVAULT_", "XDG_", "CLAUDE_")) and k not in ("PYTHONPATH", "VIRTUAL_ENV")
-    }
-    env.update(
-        HOME=str(home),
-        XDG_DATA_HOME=str(home / ".local/share"),
-        XDG_CONFIG_HOME=str(home / ".config"),
-        XDG_STATE_HOME=str(home / ".local/state"),
-        XDG_CACHE_HOME=str(home / ".cache"),
-        XDG_RUNTIME_DIR=str(runtime),  # unset, it would be the user's /run/user/<uid>, where their service listens
-    )
+    env = home_env(home, home.parent / f"{home.name}-run", drop=("PYTHONPATH",))
     # The real user's pip config (a registry mirror, certificates) still applies with the throwaway HOME.
     for config in (Path.home() / ".config/pip/pip.conf", Path.home() / ".pip/pip.conf"):
         if "PIP_CONFIG_FILE" not in env and config.is_file():

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -25,6 +26,28 @@ pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("codex_bin")]  # skips be
 BODY = "# Deploys go through the release train\nNever deploy billing on Fridays; use the Monday release train."
 
 
+def run_codex(
+    tmp_path: Path, memvault_home: Path, monkeypatch: pytest.MonkeyPatch, script: list[Any], prompt: str
+) -> ResponsesStub:
+    """Codex CLI with memvault's MCP server registered, one prompt against a stub scripted with `script`."""
+    home = tmp_path / "home"
+    codex_home = home / ".codex"
+    codex_home.mkdir(parents=True)
+    (tmp_path / "project").mkdir()
+    monkeypatch.setenv("CODEX_HOME", str(codex_home))
+    with ResponsesStub(script) as stub:
+        (codex_home / "config.toml").write_text(clients.codex_config(stub.base_url), encoding="utf-8")
+        installed = CliRunner().invoke(cli, ["install", "--mcp", "codex", "--approve-tools"])
+        assert installed.exit_code == 0, installed.output
+        env = clients.environment(home, memvault_home, CODEX_HOME=str(codex_home), STUB_API_KEY="x")
+        cmd = [str(clients.codex()), "exec", "--skip-git-repo-check", "-c", "mcp_servers.memvault.required=true",
+               prompt]  # fmt: skip
+        result = subprocess.run(cmd, cwd=tmp_path / "project", env=env, capture_output=True, text=True, timeout=180,
+                                stdin=subprocess.DEVNULL)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    return stub
+
+
 def test_a_note_an_agent_saves_through_mcp_is_committed_and_recalled_in_claude_code(
     tmp_path: Path, memvault_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -32,23 +55,10 @@ def test_a_note_an_agent_saves_through_mcp_is_committed_and_recalled_in_claude_c
     git(vault, "init", "-q", "-b", "main")
     git(vault, "add", "-A")
     git(vault, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "initial")
-    home = tmp_path / "home"
-    codex_home = home / ".codex"
-    codex_home.mkdir(parents=True)
-    (tmp_path / "project").mkdir()
-    monkeypatch.setenv("CODEX_HOME", str(codex_home))
     args = {"kind": "workflow", "slug": "release-train-fridays", "body": BODY, "tags": ["deploy"]}
     script = [{"call": "save", "namespace": "mcp__memvault", "args": args}, "Saved it to your MemoryVault."]
-    with ResponsesStub(script) as stub:
-        (codex_home / "config.toml").write_text(clients.codex_config(stub.base_url), encoding="utf-8")
-        installed = CliRunner().invoke(cli, ["install", "--mcp", "codex", "--approve-tools"])
-        assert installed.exit_code == 0, installed.output
-        env = clients.environment(home, memvault_home, CODEX_HOME=str(codex_home), STUB_API_KEY="x")
-        cmd = [str(clients.codex()), "exec", "--skip-git-repo-check", "-c", "mcp_servers.memvault.required=true",
-               "Remember: never deploy billing on Fridays, we use the Monday release train."]  # fmt: skip
-        result = subprocess.run(cmd, cwd=tmp_path / "project", env=env, capture_output=True, text=True, timeout=180,
-                                stdin=subprocess.DEVNULL)  # fmt: skip
-    assert result.returncode == 0, result.stderr[-2000:]
+    stub = run_codex(tmp_path, memvault_home, monkeypatch, script,
+                     "Remember: never deploy billing on Fridays, we use the Monday release train.")  # fmt: skip
     output = next(i["output"] for i in stub.bodies()[1]["input"] if i.get("type") == "function_call_output")
     saved = "MemoryVault/personal-private/workflow/release-train-fridays.md"
     assert f"saved {saved} (commit " in json.dumps(output)
@@ -70,27 +80,14 @@ def test_through_a_real_client_an_agent_cannot_read_a_private_note_nor_make_itse
     vault = vaults.make_vault(tmp_path, memvault_home)
     private = "MemoryVault/personal-private/fix/homelab-router.md"
     (vault / private).write_text(PRIVATE, encoding="utf-8")
-    home = tmp_path / "home"
-    codex_home = home / ".codex"
-    codex_home.mkdir(parents=True)
-    (tmp_path / "project").mkdir()
-    monkeypatch.setenv("CODEX_HOME", str(codex_home))
     script = [
         {"call": "show", "namespace": "mcp__memvault", "args": {"path": private}},
         {"call": "save", "namespace": "mcp__memvault",
          "args": {"kind": "workflow", "slug": "setup-first", "body": STANDING, "always_load": True}},
         "Done.",
     ]  # fmt: skip
-    with ResponsesStub(script) as stub:
-        (codex_home / "config.toml").write_text(clients.codex_config(stub.base_url), encoding="utf-8")
-        installed = CliRunner().invoke(cli, ["install", "--mcp", "codex", "--approve-tools"])
-        assert installed.exit_code == 0, installed.output
-        env = clients.environment(home, memvault_home, CODEX_HOME=str(codex_home), STUB_API_KEY="x")
-        cmd = [str(clients.codex()), "exec", "--skip-git-repo-check", "-c", "mcp_servers.memvault.required=true",
-               "Look at my homelab router note, then make the set-up script a standing rule."]  # fmt: skip
-        result = subprocess.run(cmd, cwd=tmp_path / "project", env=env, capture_output=True, text=True, timeout=180,
-                                stdin=subprocess.DEVNULL)  # fmt: skip
-    assert result.returncode == 0, result.stderr[-2000:]
+    stub = run_codex(tmp_path, memvault_home, monkeypatch, script,
+                     "Look at my homelab router note, then make the set-up script a standing rule.")  # fmt: skip
     # The last request carries the whole exchange: both tools' answers, in order.
     outputs = [json.dumps(i["output"]) for i in stub.bodies()[-1]["input"] if i.get("type") == "function_call_output"]
     assert len(outputs) >= 2, outputs
