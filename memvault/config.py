@@ -110,14 +110,21 @@ class IndexSettings:
 
 @dataclass(frozen=True)
 class ReflectionSettings:
-    # auto = headless Claude Code (`claude -p`) when the executable is found and answers, else offline
-    miner: str = _opt("auto", choices=("auto", "claude", "offline"))
+    # auto = the miner of the host the transcript came from (Claude Code: `claude -p`, Codex CLI: `codex exec`,
+    # Gemini CLI: `gemini -p`) when its executable is found and answers, else offline
+    miner: str = _opt("auto", choices=("auto", "claude", "codex", "gemini", "offline"))
     claude_command: str = "claude"  # the Claude Code executable (a name on PATH or a path)
     claude_model: str = "haiku"  # the model the miner's child session uses (--model): small and cheap
     claude_timeout_s: int = _opt(30, low=10, high=3600)  # one call; a late answer falls back to offline
     claude_pass_s: int = _opt(60, low=10, high=3600)  # all of one session's calls; past it the session is mined offline
     claude_calls_per_day: int = _opt(20, low=0, high=10_000)  # per machine; 0 = never call Claude
     claude_window_chars: int = _opt(60_000, low=5_000, high=400_000)  # transcript text per call
+    codex_command: str = "codex"  # the Codex CLI executable (the Codex miner: `codex exec`)
+    codex_model: str = ""  # "" = the model of the user's Codex config; the claude_* timeouts and window apply
+    codex_calls_per_day: int = _opt(20, low=0, high=10_000)  # per machine, its own count; 0 = never call Codex
+    gemini_command: str = "gemini"  # the Gemini CLI executable (the Gemini miner: `gemini -p`)
+    gemini_model: str = "gemini-2.5-flash"  # small and cheap; "" = the Gemini CLI's own choice
+    gemini_calls_per_day: int = _opt(20, low=0, high=10_000)  # per machine, its own count; 0 = never call Gemini
     idle_minutes: int = _opt(30, low=1)
     inbox_warn: int = _opt(50, low=1)
     incubator_warn: int = _opt(20, low=1)

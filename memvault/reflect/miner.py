@@ -1,9 +1,13 @@
-"""Mine transcript turns for what is worth keeping, with headless Claude Code or the offline rules; say which and why.
+"""Mine transcript turns for what is worth keeping, with a host's own model or the offline rules; say which and why.
 
 `run` picks the miner from `reflection.miner`:
-- `auto` (the default): headless Claude Code when its executable is found and answers `--version`,
-  otherwise the offline miner; `claude` and `offline` force one (a forced `claude` that cannot run
-  still falls back to offline, and says so).
+- `auto` (the default): the miner of the host the transcript came from (`host_of`: a Claude Code
+  transcript → `claude -p`, a Codex rollout → `codex exec`, a Gemini chat → `gemini -p`) when its
+  executable is found and answers `--version`, otherwise the offline miner; `claude`, `codex`,
+  `gemini` and `offline` force one (a forced miner that cannot run still falls back to offline, and
+  says so). Every host's miner works as the Claude one below (`mine/claude.py`, `mine/codex.py`,
+  `mine/gemini.py`), with its own daily cap (`reflection.<host>_calls_per_day`, its own ledger) and
+  the shared deadlines and window size (`reflection.claude_timeout_s`, `claude_pass_s`, `claude_window_chars`).
 - The Claude miner cuts the transcript into overlapping windows, makes one call per window, and
   merges the windows' candidates (the same key, or the same statement line, once). Calls the model
   answered are counted per machine and day (a call that reached no model costs nothing and is not);
@@ -35,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from memvault import paths
-from memvault.reflect.mine import claude, fixes, ideas, placeholders, prefs, workflows
+from memvault.reflect.mine import claude, codex, fixes, gemini, ideas, placeholders, prefs, workflows
 from memvault.reflect.mine.claude import PROMPT, MinerError, Window
 from memvault.reflect.mine.text import (
     CATEGORIES,
@@ -66,6 +70,7 @@ __all__ = [
     "Window",
     "calls_today",
     "choose",
+    "host_of",
     "last_fallback",
     "make_key",
     "mine",
@@ -81,13 +86,16 @@ PROBE_TIMEOUT_S = 15.0  # `claude --version` must answer within this
 PROBE_KEEP_S = 6 * 3600  # a successful probe of the same executable is trusted this long
 MIN_CALL_S = 2.0  # a call is not started with less of the pass's time left than this
 _RANK = {"high": 3, "medium": 2, "low": 1}
+HOSTS = {"claude": "Claude", "codex": "Codex", "gemini": "Gemini"}  # each host's miner, by the name in the config
+_ASK = {"claude": claude.ask, "codex": codex.ask, "gemini": gemini.ask}
+_APPS = {"claude": "Claude Code", "codex": "Codex CLI", "gemini": "Gemini CLI"}
 
 
 @dataclass
 class MinerRun:
     """Which miner ran on a pass, why, and what the Claude miner spent."""
 
-    miner: str  # "claude" | "offline"
+    miner: str  # "claude" | "codex" | "gemini" | "offline"
     reason: str
     windows: int = 0
     calls: int = 0
@@ -115,6 +123,7 @@ def mine_llm(
     project: str | None = None,
     run: MinerRun | None = None,
     deadline: float | None = None,
+    host: str = "claude",
 ) -> list[Candidate]:
     """Mine with headless Claude Code, one call per window, and merge the windows' candidates. Raises MinerError.
 
@@ -123,10 +132,11 @@ def mine_llm(
     """
     clean = [replace(t, text=strip_private(t.text)) for t in turns]
     cut = claude.windows(clean, settings.claude_window_chars)
-    run = run or MinerRun("claude", "")
+    run = run or MinerRun(host, "")
     run.windows = len(cut)
     found: list[Candidate] = []
-    cwd = paths.ensure_private_dir(paths.state_dir() / "claude-miner")
+    cwd = paths.ensure_private_dir(paths.state_dir() / f"{host}-miner")
+    ask = _ASK[host]
     pass_s = float(settings.claude_pass_s)
     deadline = time.monotonic() + pass_s if deadline is None else deadline
     for window in cut:
@@ -135,14 +145,15 @@ def mine_llm(
             raise MinerError(f"the pass ran out of its {pass_s:g} s (reflection.claude_pass_s) "
                              f"before part {window.number} of {window.of}")  # fmt: skip
         try:
-            call = claude.ask(window, clean, executable=settings.claude_command, model=settings.claude_model,
-                              timeout=min(float(settings.claude_timeout_s), left), cwd=str(cwd))  # fmt: skip
+            call = ask(window, clean, executable=getattr(settings, f"{host}_command"),
+                       model=getattr(settings, f"{host}_model"), timeout=min(float(settings.claude_timeout_s), left),
+                       cwd=str(cwd))  # fmt: skip
         except MinerError as exc:
             if exc.answered:
-                count_call()
+                count_call(host)
                 run.calls += 1
             raise
-        count_call()
+        count_call(host)
         run.calls += 1
         found += call.candidates
         run.notes += call.dropped
@@ -152,59 +163,86 @@ def mine_llm(
 
 
 def run(
-    turns: Sequence[Turn], settings: Any = None, *, project: str | None = None, probe: bool = True
+    turns: Sequence[Turn],
+    settings: Any = None,
+    *,
+    project: str | None = None,
+    probe: bool = True,
+    host: str | None = None,
 ) -> tuple[list[Candidate], MinerRun]:
-    """Mine `turns` with the miner `settings.miner` selects (see the module docstring); return it and why."""
+    """Mine `turns` with the miner `settings.miner` selects (see the module docstring); return it and why.
+
+    `host` ("claude" | "codex" | "gemini"): the client the transcript came from (`host_of`), for `auto`.
+    """
     if settings is None:
         from memvault.config import ReflectionSettings
 
         settings = ReflectionSettings(miner="offline")
     deadline = time.monotonic() + float(getattr(settings, "claude_pass_s", 60))  # the probe's time counts too
-    name, reason = choose(settings, probe=probe)
-    if name == "claude":
+    name, reason = choose(settings, probe=probe, host=host)
+    if name in HOSTS:
+        label = HOSTS[name]
         cut = windows(turns, settings)
-        used, cap = calls_today(), settings.claude_calls_per_day
+        used, cap = calls_today(name), getattr(settings, f"{name}_calls_per_day")
         if used + len(cut) > cap:
-            reason = (f"the daily cap of {cap} Claude calls (reflection.claude_calls_per_day) would be passed: "
+            reason = (f"the daily cap of {cap} {label} calls (reflection.{name}_calls_per_day) would be passed: "
                       f"{used} made today, this session needs {len(cut)}")  # fmt: skip
-            record_fallback(reason)
+            record_fallback(reason, name)
         else:
-            attempt = MinerRun("claude", reason)
+            attempt = MinerRun(name, reason)
             try:
-                found = mine_llm(turns, settings, project=project, run=attempt, deadline=deadline)
+                found = mine_llm(turns, settings, project=project, run=attempt, deadline=deadline, host=name)
             except MinerError as exc:
-                reason = f"the Claude miner failed ({exc}); the offline miner ran instead"
-                record_fallback(f"the Claude miner failed ({exc})")
+                reason = f"the {label} miner failed ({exc}); the offline miner ran instead"
+                record_fallback(f"the {label} miner failed ({exc})", name)
                 return mine(turns, project=project), MinerRun("offline", reason, attempt.windows, attempt.calls,
                                                                attempt.cost_usd)  # fmt: skip
-            record_success()
+            record_success(name)
             return found, attempt
     return mine(turns, project=project), MinerRun("offline", reason)
 
 
-def choose(settings: Any, *, probe: bool = True) -> tuple[str, str]:
-    """("claude" | "offline", why) for `reflection.miner`, before any call is made."""
+def choose(settings: Any, *, probe: bool = True, host: str | None = None) -> tuple[str, str]:
+    """("claude" | "codex" | "gemini" | "offline", why) for `reflection.miner`, before any call is made.
+
+    `auto` picks the miner of `host`, the client the transcript came from (Claude Code when not given).
+    """
     wanted = settings.miner
-    if wanted not in ("auto", "claude", "offline"):
-        raise ValueError(f"unknown miner {wanted!r}: use 'auto', 'claude' or 'offline'")
+    if wanted not in ("auto", *HOSTS, "offline"):
+        raise ValueError(f"unknown miner {wanted!r}: use 'auto', 'claude', 'codex', 'gemini' or 'offline'")
     if wanted == "offline":
         return "offline", "reflection.miner is offline"
-    if settings.claude_calls_per_day == 0:
-        return "offline", "reflection.claude_calls_per_day is 0"
-    found = shutil.which(settings.claude_command)
+    name = wanted if wanted in HOSTS else (host if host in HOSTS else "claude")
+    why = f" (reflection.miner is {wanted})" if wanted != "auto" else ""
+    if wanted == "auto" and host in HOSTS:
+        why = f" (reflection.miner is auto and the transcript is {_APPS[name]}'s)"
+    if getattr(settings, f"{name}_calls_per_day") == 0:
+        return "offline", f"reflection.{name}_calls_per_day is 0{why}"
+    command = getattr(settings, f"{name}_command")
+    found = shutil.which(command)
     if found is None:
-        forced = " (reflection.miner is claude)" if wanted == "claude" else ""
-        return "offline", f"{settings.claude_command!r} was not found{forced}"
+        forced = " (reflection.miner is claude)" if wanted == "claude" else why
+        return "offline", f"{command!r} was not found{forced}"
     if probe:
-        problem = _probe(found)
+        problem = _probe(found, name)
         if problem:
-            return "offline", problem
-    return "claude", f"reflection.miner is {wanted} and {found} answers (model {settings.claude_model})"
+            return "offline", problem + why
+    model = getattr(settings, f"{name}_model") or "its configured default"
+    source = f" and the transcript is {_APPS[name]}'s" if wanted == "auto" and host in HOSTS else ""
+    return name, f"reflection.miner is {wanted}{source} and {found} answers (model {model})"
 
 
-def _probe(executable: str) -> str | None:
+def host_of(transcript: Path) -> str:
+    """The client a transcript came from, told by its first line: "claude", "codex" or "gemini"."""
+    from . import codex_rollout, gemini_chat, readers
+
+    reader = readers.reader_for(Path(transcript))
+    return "codex" if reader is codex_rollout.read else "gemini" if reader is gemini_chat.read else "claude"
+
+
+def _probe(executable: str, host: str = "claude") -> str | None:
     """None when `executable --version` answers (remembered for a while), else what went wrong."""
-    file = _ledger_file()
+    file = _ledger_file(host)
     data = read_json(file) if file.exists() else None
     data = data if isinstance(data, dict) else {}
     try:
@@ -231,21 +269,21 @@ def _probe(executable: str) -> str | None:
     return None
 
 
-def _ledger_file() -> Path:
-    return paths.state_dir() / "claude-miner.json"
+def _ledger_file(host: str = "claude") -> Path:
+    return paths.state_dir() / f"{host}-miner.json"  # one per host: each has its own account and its own cap
 
 
-def calls_today() -> int:
-    """Claude miner calls made on this machine today (local date)."""
-    data = read_json(_ledger_file())
+def calls_today(host: str = "claude") -> int:
+    """The host's miner calls made on this machine today (local date)."""
+    data = read_json(_ledger_file(host))
     if isinstance(data, dict) and data.get("day") == time.strftime("%Y-%m-%d") and isinstance(data.get("calls"), int):
         return int(data["calls"])
     return 0
 
 
-def count_call() -> None:
-    """Count one Claude miner call against today's cap (one the model answered: a call that reached none is free)."""
-    file = _ledger_file()
+def count_call(host: str = "claude") -> None:
+    """Count one miner call against the host's cap today (one the model answered: a call that reached none is free)."""
+    file = _ledger_file(host)
     data = read_json(file)
     data = data if isinstance(data, dict) else {}
     today = time.strftime("%Y-%m-%d")
@@ -254,30 +292,33 @@ def count_call() -> None:
     write_json(file, data)
 
 
-def record_fallback(reason: str) -> None:
-    """Remember that Claude was to mine but the offline miner ran, when and why (`memvault health` says it)."""
-    _update_ledger("fallback", {"time": time.time(), "reason": reason})
+def record_fallback(reason: str, host: str = "claude") -> None:
+    """Remember that the host's miner was to mine but the offline miner ran, when and why (`health` says it)."""
+    _update_ledger("fallback", {"time": time.time(), "reason": reason}, host)
 
 
-def record_success() -> None:
-    """Remember when the Claude miner last mined a session (a fallback before it is history)."""
-    _update_ledger("answered", time.time())
+def record_success(host: str = "claude") -> None:
+    """Remember when the host's miner last mined a session (a fallback of that miner before it is history)."""
+    _update_ledger("answered", time.time(), host)
 
 
 def last_fallback() -> tuple[float, str] | None:
-    """(epoch seconds, why) of the most recent fallback on this machine, unless the Claude miner has mined since."""
-    data = read_json(_ledger_file())
-    data = data if isinstance(data, dict) else {}
-    fell, answered = data.get("fallback"), data.get("answered")
-    if not isinstance(fell, dict) or not isinstance(fell.get("time"), (int, float)):
-        return None
-    if isinstance(answered, (int, float)) and answered >= fell["time"]:
-        return None
-    return float(fell["time"]), str(fell.get("reason") or "")
+    """(epoch seconds, why) of the most recent fallback on this machine of a miner that has not mined since."""
+    found: list[tuple[float, str]] = []
+    for host in HOSTS:
+        data = read_json(_ledger_file(host))
+        data = data if isinstance(data, dict) else {}
+        fell, answered = data.get("fallback"), data.get("answered")
+        if not isinstance(fell, dict) or not isinstance(fell.get("time"), (int, float)):
+            continue
+        if isinstance(answered, (int, float)) and answered >= fell["time"]:
+            continue
+        found.append((float(fell["time"]), str(fell.get("reason") or "")))
+    return max(found) if found else None
 
 
-def _update_ledger(key: str, value: Any) -> None:
-    file = _ledger_file()
+def _update_ledger(key: str, value: Any, host: str = "claude") -> None:
+    file = _ledger_file(host)
     data = read_json(file)
     data = data if isinstance(data, dict) else {}
     data[key] = value

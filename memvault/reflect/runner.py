@@ -128,10 +128,11 @@ def reflect_transcript(
         report.halted = True
         return _done(report, started)
     if settings.miner != "offline" and not final and not dry_run:
-        name, _ = miner.choose(settings, probe=False)
-        if name == "claude":  # one headless Claude run per session end, not one per turn
-            report.deferred, report.miner = True, "claude"
-            report.miner_reason = "the Claude miner runs only on final passes (session end, crash recovery, reflect)"
+        name, _ = miner.choose(settings, probe=False, host=miner.host_of(transcript))
+        if name in miner.HOSTS:  # one headless run of the host's model per session end, not one per turn
+            report.deferred, report.miner = True, name
+            report.miner_reason = (f"the {miner.HOSTS[name]} miner runs only on final passes "
+                                   "(session end, crash recovery, reflect)")  # fmt: skip
             return _done(report, started)
     with disk.try_lock(paths.ensure_private_dir(state_dir(vault)) / "reflect.lock", LOCK_WAIT_S) as held:
         if not held:

@@ -110,7 +110,7 @@ class TranscriptPass:
         if self.show_prompt is not None:
             self.show_prompt(miner.windows(turns, self.vault.config.reflection))
             return False
-        candidates, ran = miner.run(turns, self.settings, project=read.cwd)
+        candidates, ran = miner.run(turns, self.settings, project=read.cwd, host=miner.host_of(self.path))
         report.miner, report.miner_reason = ran.miner, ran.reason
         report.claude_calls += ran.calls
         if ran.cost_usd is not None:

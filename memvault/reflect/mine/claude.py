@@ -18,18 +18,15 @@ cites is dropped (the model may not put words in the user's mouth).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
-import signal
-import subprocess
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from memvault.reflect.transcript import TOOL_ROLES, Turn
 
+from .headless import MinerError, run_child
 from .text import CATEGORIES, CONFIDENCES, IDEA_KINDS, Candidate, clip, make_key, make_title, quote
 
 USER_CHARS, ASSISTANT_CHARS, TOOL_CHARS = 4000, 1500, 300  # what one turn may take of a window
@@ -40,17 +37,6 @@ RETRIES = 1  # the client's retries of a failed request (a refused connection, a
 FIRST_BYTE_S = 10  # how long the client waits for the API to start answering a request (the stream then flows)
 CHILD_ENV = {"CLAUDE_CODE_MAX_RETRIES": str(RETRIES), "API_TIMEOUT_MS": str(FIRST_BYTE_S * 1000)}
 _PATIENT = ("CLAUDE_CODE_RETRY_WATCHDOG",)  # the client's keep-retrying mode (and its settings) is never inherited
-
-
-class MinerError(Exception):
-    """The Claude miner failed (missing, timed out, exited non-zero, over its cap, or answered something invalid).
-
-    `answered`: the model did answer (and so the call cost something); False when no answer came back.
-    """
-
-    def __init__(self, message: str, *, answered: bool = False) -> None:
-        super().__init__(message)
-        self.answered = answered
 
 
 _SCHEMA = """{"candidates": [{"category": "preference" | "fix" | "workflow" | "idea",
@@ -193,24 +179,9 @@ class Call:
 
 def ask(window: Window, turns: Sequence[Turn], *, executable: str, model: str, timeout: float, cwd: str) -> Call:
     """Run one call for `window`, killed after `timeout` seconds; validate its answer. Failures raise MinerError."""
-    argv = command(executable, model)
-    windows_os = sys.platform == "win32"
-    try:
-        proc = subprocess.Popen(
-            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8",
-            errors="replace", env=child_env(), cwd=cwd, start_new_session=not windows_os,
-            creationflags=0x00000200 if windows_os else 0,  # CREATE_NEW_PROCESS_GROUP
-        )  # fmt: skip
-    except FileNotFoundError as exc:
-        raise MinerError(f"{executable!r} is not installed") from exc
-    except OSError as exc:
-        raise MinerError(f"could not run {executable}: {exc}") from exc
-    try:
-        stdout, stderr = proc.communicate(window_input(window), timeout=timeout)
-    except subprocess.TimeoutExpired as exc:
-        _kill(proc)
-        raise MinerError(f"{executable} did not answer within {timeout:g} s") from exc
-    if proc.returncode != 0:
+    code, stdout, stderr = run_child(command(executable, model), window_input(window), env=child_env(), cwd=cwd,
+                                     timeout=timeout)  # fmt: skip
+    if code != 0:
         try:
             envelope = json.loads(stdout)  # `-p --output-format json` still reports what went wrong
         except ValueError:
@@ -218,7 +189,7 @@ def ask(window: Window, turns: Sequence[Turn], *, executable: str, model: str, t
         envelope = envelope if isinstance(envelope, dict) else {}
         said = envelope.get("result")
         said = said if isinstance(said, str) and said else (stderr or stdout)
-        raise MinerError(f"{executable} exited with {proc.returncode}: {clip(said, 200)}", answered=_spent(envelope))
+        raise MinerError(f"{executable} exited with {code}: {clip(said, 200)}", answered=_spent(envelope))
     try:
         return parse(stdout, window, turns)
     except MinerError as exc:
@@ -231,19 +202,6 @@ def _spent(envelope: dict[str, object]) -> bool:
     cost, usage = envelope.get("total_cost_usd"), envelope.get("usage")
     output = usage.get("output_tokens") if isinstance(usage, dict) else None
     return any(isinstance(n, (int, float)) and n > 0 for n in (cost, output))
-
-
-def _kill(proc: subprocess.Popen[str]) -> None:
-    """Stop the child and everything it started, then reap it."""
-    try:
-        if sys.platform == "win32":
-            subprocess.run(["taskkill", "/F", "/T", "/PID", str(proc.pid)], capture_output=True, check=False)
-        else:
-            os.killpg(proc.pid, signal.SIGKILL)
-    except OSError:
-        proc.kill()
-    with contextlib.suppress(subprocess.TimeoutExpired, ValueError, OSError):
-        proc.communicate(timeout=10)
 
 
 def parse(stdout: str, window: Window, turns: Sequence[Turn]) -> Call:
@@ -259,6 +217,15 @@ def parse(stdout: str, window: Window, turns: Sequence[Turn]) -> Call:
     result = envelope.get("result")
     if not isinstance(result, str):
         raise MinerError("the envelope has no 'result' text")
+    cost = envelope.get("total_cost_usd")
+    return parse_answer(result, window, turns, float(cost) if isinstance(cost, (int, float)) else None)
+
+
+def parse_answer(result: str, window: Window, turns: Sequence[Turn], cost_usd: float | None = None) -> Call:
+    """Validate the model's answer text (JSON of the shape in PROMPT) for `window`: its candidates, or MinerError.
+
+    Every host's miner checks its answer here: a candidate whose quote is not the user's words is dropped.
+    """
     text = result.strip()
     fenced = re.fullmatch(r"```(?:json)?\s*\n(.*)\n```", text, re.DOTALL)
     if fenced:  # the one liberty taken: a model often wraps JSON in a code fence
@@ -270,8 +237,7 @@ def parse(stdout: str, window: Window, turns: Sequence[Turn]) -> Call:
     if not isinstance(data, dict) or set(data) != {"candidates"} or not isinstance(data["candidates"], list):
         raise MinerError('the result must be {"candidates": [...]}')
     by_line = {t.line: t for t in turns if t.line in window.lines and not t.sidechain}
-    cost = envelope.get("total_cost_usd")
-    call = Call([], float(cost) if isinstance(cost, (int, float)) else None)
+    call = Call([], cost_usd)
     for n, item in enumerate(data["candidates"]):
         cand, why = _candidate(item, n, by_line)
         if cand is not None:
