@@ -92,7 +92,7 @@ def test_codex_mines_with_no_tools_hooks_mcp_or_session_and_counts_its_own_cap(
     (call,) = calls(tmp_path)
     argv = call["argv"]
     assert argv[0] == "exec" and "--ephemeral" in argv and argv[argv.index("--sandbox") + 1] == "read-only"
-    assert "mcp_servers={}" in argv and 'web_search="disabled"' in argv
+    assert 'web_search="disabled"' in argv
     disabled = {argv[i + 1] for i, a in enumerate(argv) if a == "--disable"}
     assert {"hooks", "shell_tool", "unified_exec", "unbounded_connection_retries"} <= disabled
     assert argv[-1].startswith("You extract long-term memory") and "L3 [user]: no, in this repo" in call["stdin"]
