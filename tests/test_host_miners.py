@@ -120,6 +120,7 @@ def test_codex_that_reaches_no_api_falls_back_says_why_and_costs_nothing(
 def test_gemini_mines_with_no_tools_hooks_mcp_and_its_chat_file_deleted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(miner, "HELD_BACK", {})  # the miner itself, as it will run once released
     fake(tmp_path, monkeypatch, "gemini", "answer", {"candidates": [RULE]})
     cands, ran = miner.run(TURNS, ReflectionSettings(miner="auto"), host="gemini")
     assert ran.miner == "gemini" and [c.title for c in cands] == ["Dependencies are added with uv add, never pip"]
@@ -137,6 +138,7 @@ def test_gemini_mines_with_no_tools_hooks_mcp_and_its_chat_file_deleted(
 
 @pytest.mark.usefixtures("today")
 def test_gemini_refused_falls_back_and_the_cap_is_per_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(miner, "HELD_BACK", {})  # the miner itself, as it will run once released
     fake(tmp_path, monkeypatch, "gemini", "refused")
     _, ran = miner.run(TURNS, ReflectionSettings(miner="gemini"))
     assert ran.miner == "offline" and "the Gemini miner failed" in ran.reason and "ECONNREFUSED" in ran.reason
@@ -161,11 +163,15 @@ def test_auto_picks_the_transcripts_host_and_says_why_it_cannot(
     auto = ReflectionSettings(miner="auto")
     assert miner.choose(auto, host="codex") == (
         "offline", "'codex' was not found (reflection.miner is auto and the transcript is Codex CLI's)")  # fmt: skip
-    assert miner.choose(auto, host="gemini")[1].startswith("'gemini' was not found")
+    assert miner.choose(auto, host="gemini") == ("offline", miner.HELD_BACK["gemini"] + (
+        " (reflection.miner is auto and the transcript is Gemini CLI's)"))  # fmt: skip
+    assert miner.choose(ReflectionSettings(miner="gemini"))[1].startswith("the Gemini miner is held back")
     assert miner.choose(ReflectionSettings(miner="codex"), host="gemini") == (
         "offline", "'codex' was not found (reflection.miner is codex)")  # fmt: skip
     assert miner.choose(ReflectionSettings(miner="auto", codex_calls_per_day=0), host="codex")[1].startswith(
         "reflection.codex_calls_per_day is 0")  # fmt: skip
+    monkeypatch.setattr(miner, "HELD_BACK", {})
+    assert miner.choose(auto, host="gemini")[1].startswith("'gemini' was not found")
     exe = fake(tmp_path, monkeypatch, "codex", "answer", {"candidates": []})
     assert miner.choose(auto, host="codex")[0] == "codex"
     assert miner.choose(auto, host="claude")[0] == "offline"  # a Claude Code transcript needs claude

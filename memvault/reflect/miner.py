@@ -2,7 +2,8 @@
 
 `run` picks the miner from `reflection.miner`:
 - `auto` (the default): the miner of the host the transcript came from (`host_of`: a Claude Code
-  transcript → `claude -p`, a Codex rollout → `codex exec`, a Gemini chat → `gemini -p`) when its
+  transcript → `claude -p`, a Codex rollout → `codex exec`, a Gemini chat → `gemini -p`, which is
+  held back for now: `HELD_BACK`) when its
   executable is found and answers `--version`, otherwise the offline miner; `claude`, `codex`,
   `gemini` and `offline` force one (a forced miner that cannot run still falls back to offline, and
   says so). Every host's miner works as the Claude one below (`mine/claude.py`, `mine/codex.py`,
@@ -89,6 +90,12 @@ _RANK = {"high": 3, "medium": 2, "low": 1}
 HOSTS = {"claude": "Claude", "codex": "Codex", "gemini": "Gemini"}  # each host's miner, by the name in the config
 _ASK = {"claude": claude.ask, "codex": codex.ask, "gemini": gemini.ask}
 _APPS = {"claude": "Claude Code", "codex": "Codex CLI", "gemini": "Gemini CLI"}
+# Miners built but not used, and why: a host's model is given a transcript only once its real client is shown
+# (tests/e2e/test_host_miners.py) to offer that model no tool at all.
+HELD_BACK = {
+    "gemini": "the Gemini miner is held back: its real client still offers the model its core tools "
+    "(read_file, web_fetch, …) in headless mode, so the offline rules mine Gemini CLI sessions",
+}
 
 
 @dataclass
@@ -216,6 +223,8 @@ def choose(settings: Any, *, probe: bool = True, host: str | None = None) -> tup
     why = f" (reflection.miner is {wanted})" if wanted != "auto" else ""
     if wanted == "auto" and host in HOSTS:
         why = f" (reflection.miner is auto and the transcript is {_APPS[name]}'s)"
+    if name in HELD_BACK:
+        return "offline", HELD_BACK[name] + why
     if getattr(settings, f"{name}_calls_per_day") == 0:
         return "offline", f"reflection.{name}_calls_per_day is 0{why}"
     command = getattr(settings, f"{name}_command")

@@ -107,6 +107,7 @@ def gemini_home(tmp_path: Path, stub: GeminiStub, monkeypatch: pytest.MonkeyPatc
 @pytest.mark.usefixtures("today", "memvault_home")
 def test_gemini_miner(tmp_path: Path, gemini_bin: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     mark = tmp_path / "marks"
+    monkeypatch.setattr(miner, "HELD_BACK", {})  # held back from users until this test passes
     with GeminiStub([{"json": ANSWER}], log_path=tmp_path / "requests.jsonl") as stub:
         home = gemini_home(tmp_path, stub, monkeypatch, mark)
         settings = ReflectionSettings(miner="auto", gemini_command=str(gemini_bin))
