@@ -5,6 +5,7 @@ Preference phrasings are in test_prefs.py; the Claude miner in test_claude_miner
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -400,3 +401,49 @@ def test_real_session_fixes() -> None:
     assert esbuild.confidence == "medium" and "assets/" in esbuild.body and "succeeded" in esbuild.body
     assert "L69" not in fixes  # "file too large to read" is how the agent used a tool, not a fix
     assert not only(miner.mine(turns), "preference")  # this user only gave task instructions
+
+
+# ---- pasted text is context, not the user's words (issue 28, item 2) ---------------------------------------
+
+
+TRACE = (
+    'Traceback (most recent call last):\n  File "/srv/app/main.py", line 3, in <module>\n'
+    "    import yaml\nModuleNotFoundError: No module named 'yaml'"
+)
+
+
+def test_an_error_the_user_pasted_is_a_reported_problem() -> None:
+    turns = episode(
+        ("user", TRACE),
+        ("assistant", "The yaml package is missing because it is not in the requirements; it needs to be installed."),
+        ("tool_call", call("pip install pyyaml")),
+        ("user", "that worked, thanks"),
+    )
+    (fix,) = only(miner.mine(turns), "fix")
+    assert fix.rule == "reported-change-confirmed"
+    assert "ModuleNotFoundError: No module named 'yaml'" in fix.title + fix.body
+
+
+def test_a_template_or_paste_gives_no_idea() -> None:
+    template = "## User Input\n\n```text\n\n```\n\nYou **MUST** consider the user input.\n\n## Outline\n\n" + "\n".join(
+        f"{n}. Follow-up: TODO markers / unresolved decisions in section {n} should be listed later." for n in range(30)
+    )
+    turns = convo(("user", "plan it"), ("assistant", "Ready."), ("user", template))
+    assert only(miner.mine(turns), "idea") == []
+
+
+def test_the_claude_miners_quote_must_not_fall_inside_a_paste() -> None:
+    from memvault.reflect.mine import claude
+    from memvault.reflect.mine.claude import Window
+
+    turns = convo(
+        ("user", "2024-03-02 10:11:12 ERROR never retry a failed job twice\nplease always log the job id"),
+        ("assistant", "Noted."),
+    )
+    item = {"category": "preference", "title": "t", "evidence": ["L1"], "confidence": "high", "rule": "r"}
+    quotes = ["never retry a failed job twice", "always log the job id"]
+    answer = {"candidates": [dict(item, quote=said) for said in quotes]}
+    stdout = json.dumps({"type": "result", "subtype": "success", "is_error": False, "result": json.dumps(answer)})
+    call_ = claude.parse(stdout, Window(1, 1, "", frozenset([1, 2])), turns)
+    assert [c.body.splitlines()[0] for c in call_.candidates] == ["> always log the job id"]
+    assert len(call_.dropped) == 1 and "not the user's words" in call_.dropped[0]

@@ -368,3 +368,73 @@ def test_keys_of_the_same_rule_in_other_words_are_recognised() -> None:
     assert not similar_keys("preference:pnpm-instead-npm-scripts", "preference:npm-instead-pnpm-scripts")
     assert not similar_keys("preference:squash-merge-pull-requests", "preference:rebase-merges-pull-requests-not")
     assert not similar_keys("fix:lose-users-data-database", "preference:lose-users-data-database")
+
+
+# ---- pasted text is never the user's words (issue 28, item 2) ---------------------------------------------
+
+SPEC_TEMPLATE = """## User Input
+
+```text
+I will be using Go without any framework. The frontend should never use React.
+```
+
+You **MUST** consider the user input before proceeding (if not empty).
+
+## Outline
+
+1. **Setup**: Run `.specify/scripts/bash/setup-plan.sh --json` from repo root and parse JSON for FEATURE_SPEC.
+2. **Load context**: Read FEATURE_SPEC and `.specify/memory/constitution.md`. Load the IMPL_PLAN template.
+3. **Ask**: Never reveal future queued questions in advance. Never exceed 5 total asked questions.
+   - DO NOT create any checklists that are embedded in the spec; that is a separate command.
+   - Do not ask the user to repeat it unless they provided an empty command.
+
+## Key rules
+
+- NEVER hallucinate missing sections; if absent, report them accurately.
+- Always operate on the existing constitution file, never create a new one.
+- Stop asking further questions when all critical ambiguities are resolved early.
+""" + "\n".join(f"- Step {n}: fill in section {n} of the plan from the spec and the research notes." for n in range(20))
+
+
+def test_an_expanded_command_template_gives_only_what_the_user_typed_into_it() -> None:
+    got = {c.title: c for c in after_agent(SPEC_TEMPLATE)}
+    assert list(got) == ["The frontend should never use React"]
+
+
+def test_a_rule_typed_after_a_paste_is_mined_and_the_paste_is_not() -> None:
+    log = (
+        "2024-03-02 10:11:12 ERROR worker: never retry a failed job twice (policy=strict)\n"
+        "Traceback (most recent call last):\n"
+        '  File "/srv/app/jobs.py", line 41, in run\n'
+        "    raise RetryError('always fail fast')\n"
+        "RetryError: always fail fast\n\n"
+        "from now on always run the linter first"
+    )
+    assert [c.title for c in after_agent(log)] == ["Always run the linter first"]
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        "Request URL: https://api.example.com/v1/items\nRequest Method: GET\nStatus Code: 500 Internal Server Error\n"
+        "X-Error: never cache this response",
+        "src/lib.rs:12:5: error: you should never call unwrap here\nerror[E0308]: mismatched types\n"
+        "  --> src/lib.rs:12:5",
+        "app/models.py:14:80: E501 line too long, always wrap at 79 (95 > 79 characters)\n"
+        "app/views.py:3:1: F401 'os' imported but unused",
+        "FAILED tests/test_api.py::test_retry - AssertionError: should always retry three times\n"
+        "E       assert 2 == 3",
+    ],
+)
+def test_pasted_output_with_rule_words_is_not_a_preference(paste: str) -> None:
+    assert after_agent(paste) == []
+
+
+def test_the_assistants_words_quoted_back_are_not_the_users_rule() -> None:
+    said = "From now on I will always run the full test suite before each commit."
+    turns = convo(
+        ("user", "tidy up the config loader"),
+        ("assistant", f"Done. {said}"),
+        ("user", f"{said}\nwhy did that take so long?"),
+    )
+    assert [c for c in miner.mine(turns) if c.category == "preference"] == []

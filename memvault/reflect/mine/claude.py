@@ -28,6 +28,7 @@ from memvault.reflect.transcript import TOOL_ROLES, Turn
 
 from .headless import MinerError, run_child
 from .text import CATEGORIES, CONFIDENCES, IDEA_KINDS, Candidate, clip, make_key, make_title, quote
+from .typed import echoes, typed
 
 USER_CHARS, ASSISTANT_CHARS, TOOL_CHARS = 4000, 1500, 300  # what one turn may take of a window
 OVERLAP_SHARE = 8  # a window repeats the last 1/8 of the one before, so a statement on the edge is seen whole
@@ -237,9 +238,11 @@ def parse_answer(result: str, window: Window, turns: Sequence[Turn], cost_usd: f
     if not isinstance(data, dict) or set(data) != {"candidates"} or not isinstance(data["candidates"], list):
         raise MinerError('the result must be {"candidates": [...]}')
     by_line = {t.line: t for t in turns if t.line in window.lines and not t.sidechain}
+    said = echoes(turns)
+    typed_by_line = {t.line: typed(t.text, said.get(i, "")) for i, t in enumerate(turns) if t.line in by_line}
     call = Call([], cost_usd)
     for n, item in enumerate(data["candidates"]):
-        cand, why = _candidate(item, n, by_line)
+        cand, why = _candidate(item, n, by_line, typed_by_line)
         if cand is not None:
             call.candidates.append(cand)
         else:
@@ -251,8 +254,14 @@ _KEYS = {"category", "title", "quote", "body", "evidence", "confidence", "rule",
 _REQUIRED = {"category", "title", "evidence", "confidence", "rule"}
 
 
-def _candidate(item: object, n: int, by_line: dict[int, Turn]) -> tuple[Candidate | None, str]:
-    """A candidate from one answer item; MinerError when malformed, (None, why) when its words are not the user's."""
+def _candidate(
+    item: object, n: int, by_line: dict[int, Turn], typed_by_line: dict[int, str]
+) -> tuple[Candidate | None, str]:
+    """A candidate from one answer item; MinerError when malformed, (None, why) when its words are not the user's.
+
+    The user's words are what they typed in a cited turn (`typed_by_line`): a quote from what they pasted
+    (a log, a template, the assistant's words said back) is not theirs.
+    """
     where = f"candidate {n}"
     if not isinstance(item, dict):
         raise MinerError(f"{where} is not an object")
@@ -284,7 +293,9 @@ def _candidate(item: object, n: int, by_line: dict[int, Turn]) -> tuple[Candidat
         raise MinerError(f"{where}: idea_kind is only for ideas")
     cited = [by_line[int(ref[1:])] for ref in evidence]
     if category in ("preference", "idea"):
-        said_by_user = [t for t in cited if t.role == "user" and said.strip() and _contains(t.text, said)]
+        said_by_user = [
+            t for t in cited if t.role == "user" and said.strip() and _contains(typed_by_line.get(t.line, ""), said)
+        ]
         if not said_by_user:
             return None, f"{where}: its quote is not the user's words in {', '.join(evidence)}"
         line = said_by_user[0].line

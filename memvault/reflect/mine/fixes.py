@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from memvault.reflect.transcript import Turn
 
 from .text import Candidate, clip, make_key, make_title, prose, sentences, turn_ref, without_secrets
+from .typed import segments
 
 EPISODE_CALLS = 40  # tool calls after an error within which its fix must be confirmed
 
@@ -74,6 +75,7 @@ _ERROR_LINE = re.compile(
     re.IGNORECASE,
 )
 _BANNER = re.compile(r"^[=_\-*#~]{3,}.*[=_\-*#~]{3,}$|^[=_\-*#~]{5,}$")  # "===== ERRORS ====="
+_ERROR_PASTES = ("trace", "output", "log", "shell")  # pasted kinds that can show an error (typed.segments)
 _RAISED = re.compile(r"\b[A-Z]\w*(?:Error|Exception)\b:")
 _PATH = re.compile(r"(?:[A-Za-z]:)?(?:[\w.~-]*[/\\])+([\w.-]+)")
 _NUMBER = re.compile(r"\b\d[\d_.:]*\b")
@@ -324,13 +326,21 @@ def _start(turn: Turn) -> _Episode | None:
 
 
 def _reported(turn: Turn) -> _Episode | None:
-    """A problem the user reports in a short statement (not a question)."""
+    """A problem the user reports in a short statement (not a question), or an error they pasted.
+
+    What the user pasted is evidence of the problem (its most telling error line), never their words.
+    """
     if turn.sidechain:
         return None
     text = " ".join(sentences(turn.text))
     if len(text) <= 600 and _USER_PROBLEM.search(text.lower()) and not text.rstrip().endswith("?"):
         problem = clip(text, 200)
         return _Episode(turn, problem, "", "", key=_fix_key(problem))
+    paste = "\n".join(s.text for s in segments(turn.text) if s.kind in _ERROR_PASTES)
+    if len(text) <= 600 and not text.rstrip().endswith("?") and (_RAISED.search(paste) or _ERROR_LINE.search(paste)):
+        problem = _error_line(paste)
+        if problem:
+            return _Episode(turn, problem, "", "", key=_fix_key(problem))
     return None
 
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from memvault.reflect.transcript import Turn
 
 from .text import KEY_STOP, QUOTE_CHARS, WORD, Candidate, clip, make_key, quote, sentences, stem, turn_ref
+from .typed import echoes
 from .userwords import canonical, rule_title, user_sentences
 
 _TASK_SCOPED = re.compile(
@@ -231,20 +232,21 @@ def preferences(turns: Sequence[Turn]) -> list[Candidate]:
     """The user's lasting instructions and corrections in the main conversation, one candidate per rule."""
     found: list[_Statement] = []
     previous: Turn | None = None
-    for turn in turns:
+    said = echoes(turns)  # what the assistant said before each user turn: quoted back, it is not the user's
+    for i, turn in enumerate(turns):
         if turn.sidechain or turn.role == "summary":
             continue
         if turn.role == "user":
             after_agent = previous is not None and previous.role != "user"
-            found += _turn_statements(turn, previous if after_agent else None)
+            found += _turn_statements(turn, previous if after_agent else None, said.get(i, ""))
         previous = turn
     return [_candidate(s) for s in _merge(found)]
 
 
-def _turn_statements(turn: Turn, agent: Turn | None) -> list[_Statement]:
+def _turn_statements(turn: Turn, agent: Turn | None, echo: str = "") -> list[_Statement]:
     """The statements of one user turn: each firing sentence; a meta sentence with little content of its own
     ("this was identified as a false positive already") joins the sentence it is about, next to it."""
-    parts = list(user_sentences(turn.text))
+    parts = list(user_sentences(turn.text, echo))
     hits: list[_Hit | None] = []
     for i, sentence in enumerate(parts):
         hit = judge(sentence)

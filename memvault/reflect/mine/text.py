@@ -12,6 +12,8 @@ from memvault.reflect.transcript import Turn
 from memvault.store import secrets
 from memvault.store.privacy import strip_private
 
+from .typed import typed
+
 CATEGORIES = ("preference", "fix", "workflow", "idea")
 CONFIDENCES = ("high", "medium", "low")
 IDEA_KINDS = ("follow-up", "project", "research")
@@ -68,10 +70,14 @@ def prose(text: str) -> str:
 
 
 def sentences(text: str) -> list[str]:
-    """Sentences (and separate lines) of the prose in `text`, whitespace collapsed."""
+    """Sentences (and separate lines) of the prose in `text`, whitespace collapsed.
+
+    Only its typed segments (`typed.typed`): an expanded command template, a pasted log, trace, tool
+    output or data blob has no sentences of the person's.
+    """
     out: list[str] = []
     glue = False
-    for piece in _SENTENCE.split(prose(text)):
+    for piece in _SENTENCE.split(prose(typed(text))):
         piece = _SPACES.sub(" ", piece).strip(" -*•\t")
         if not piece:
             continue

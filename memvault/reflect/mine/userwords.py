@@ -6,6 +6,7 @@ import re
 from collections.abc import Iterator
 
 from .text import TITLE_CHARS, clip, prose
+from .typed import typed
 
 CONTINUATION = "this session is being continued from a previous conversation"  # Claude Code's compaction text
 
@@ -73,15 +74,16 @@ def pasted(line: str) -> bool:
     return len(text) > 60 and " " not in text
 
 
-def user_sentences(text: str) -> Iterator[str]:
+def user_sentences(text: str, echo: str = "") -> Iterator[str]:
     """The sentences of a user's turn that they wrote themselves, list markers and wrapping parentheses removed.
 
-    Fenced code, quoted lines, pasted logs and code lines are left out; one numbered item is one sentence
-    at least; a continuation summary after a compaction yields nothing.
+    Only the typed segments count (`typed`: no template, code, trace, log, tool output or the assistant's
+    words `echo` said back); of those, quoted lines and lines that look pasted are left out too; one
+    numbered item is one sentence at least; a continuation summary after a compaction yields nothing.
     """
     if text.lstrip().lower().startswith(CONTINUATION):
         return
-    for raw in prose(text).splitlines():
+    for raw in prose(typed(text, echo)).splitlines():
         line = _BOLD.sub("", _LIST_MARKER.sub("", raw)).strip()
         if pasted(line):
             continue
