@@ -197,3 +197,14 @@ def test_segments_never_invent_or_lose_a_line(lines: list[str]) -> None:
     segs = t.segments(text)
     got = [ln for s in segs for ln in s.text.split("\n") if ln.strip()]
     assert sorted(got) == sorted(ln for ln in lines if ln.strip())  # wrapper tags, cut from their lines: above
+
+
+@pytest.mark.adversarial
+def test_huge_lines_are_read_in_linear_time() -> None:
+    import time
+
+    lines = ["at " + "a" * 200_000, "at " + "a " * 100_000 + "x", "http://a " * 50_000 + "x", "return" + " " * 200_000]
+    start = time.perf_counter()
+    for line in lines:
+        t.segments(f"{line}\n\n{TYPED_RULE}", "word " * 10_000)
+    assert time.perf_counter() - start < 2.0

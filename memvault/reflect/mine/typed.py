@@ -24,6 +24,8 @@ from memvault.reflect.transcript import Turn
 TYPED = "typed"
 ECHO_WORDS = 6  # a line of at least this many words found verbatim in the assistant's last words is quoted back
 TEMPLATE_CHARS = 1200  # an expanded command template is at least this long
+SHAPE_CHARS = 400  # a line's shape is read from this much of it (a pasted line can be megabytes long)
+ECHO_CHARS = 20_000  # the assistant's last words an echo is looked for in (a long run of turns: its end)
 
 
 @dataclass(frozen=True)
@@ -194,10 +196,11 @@ def _shape(line: str) -> str | None:
         return None
     if s.lstrip().startswith(">") and not s.lstrip().startswith((">>>", "->", ">=")):
         return "quote"
+    head = s[:SHAPE_CHARS]
     for kind, pattern in _STRONG:
-        if pattern.search(s):
+        if pattern.search(head):
             return kind
-    if _CODE_START.search(s) or (_CODE_END.search(s) and not _sentence_like(s)):
+    if _CODE_START.search(head) or (_CODE_END.search(s[-SHAPE_CHARS:]) and not _sentence_like(s)):
         return "code"
     stripped = s.strip()
     if _cjk(stripped):
@@ -331,7 +334,7 @@ def echoes(turns: Sequence[Turn]) -> dict[int, str]:
         if turn.sidechain:
             continue
         if turn.role == "user":
-            out[i] = "\n".join(said)
+            out[i] = "\n".join(said)[-ECHO_CHARS:]
             said = []
         elif turn.role == "assistant":
             said.append(turn.text)
