@@ -396,7 +396,7 @@ def test_the_llm_miner_runs_once_on_the_final_pass(
     monkeypatch.setenv("MEMVAULT_MINER", "claude")
     vault = open_vault(vault_dir)
     asked = []
-    monkeypatch.setattr(miner, "choose", lambda settings, probe=True: ("claude", "a claude answers"))
+    monkeypatch.setattr(miner, "choose", lambda settings, probe=True, host=None: ("claude", "a claude answers"))
     ran = miner.MinerRun("claude", "a claude answers")
     monkeypatch.setattr(miner, "run", lambda turns, settings, **kw: (asked.append(settings.miner), ([], ran))[1])
     path = write_transcript(tmp_path / "s.jsonl", "sess-1", [ASK, PIP, UV, OK])
