@@ -14,6 +14,18 @@ from pathlib import Path
 import pytest
 
 
+def xdg_under(home: Path, runtime: Path) -> dict[str, str]:
+    """HOME and every XDG folder in its default place under `home`, the runtime folder at `runtime`."""
+    return {
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_DATA_HOME": str(home / ".local/share"),
+        "XDG_STATE_HOME": str(home / ".local/state"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "XDG_RUNTIME_DIR": str(runtime),
+    }
+
+
 def _own_places() -> Path:
     """Give the whole run a HOME, XDG folders, runtime folder and TMPDIR of its own, before anything reads them.
 
@@ -45,16 +57,7 @@ def _own_places() -> Path:
         folder.mkdir(mode=0o700)
     for name in [k for k in os.environ if k.startswith("XDG_")] + ["TEMP", "TMP"]:
         os.environ.pop(name, None)  # XDG_CONFIG_DIRS and XDG_DATA_DIRS too: nothing of the user's desktop
-    os.environ.update(
-        HOME=str(home),
-        USERPROFILE=str(home),
-        TMPDIR=str(temp),
-        XDG_CONFIG_HOME=str(home / ".config"),
-        XDG_DATA_HOME=str(home / ".local/share"),
-        XDG_STATE_HOME=str(home / ".local/state"),
-        XDG_CACHE_HOME=str(home / ".cache"),
-        XDG_RUNTIME_DIR=str(runtime),
-    )
+    os.environ.update(xdg_under(home, runtime), USERPROFILE=str(home), TMPDIR=str(temp))
     tempfile.tempdir = None  # gettempdir() reads TMPDIR again
     return root
 
@@ -186,15 +189,7 @@ def home_env(home: Path, runtime: Path, drop: tuple[str, ...] = (), **extra: str
     runtime.mkdir(mode=0o700, parents=True, exist_ok=True)
     gone = ("MEMVAULT_", "XDG_", "CLAUDE_", "CODEX_", "GEMINI_")
     env = {k: v for k, v in os.environ.items() if not k.startswith(gone) and k not in ("VIRTUAL_ENV", *drop)}
-    env.update(
-        HOME=str(home),
-        XDG_DATA_HOME=str(home / ".local/share"),
-        XDG_CONFIG_HOME=str(home / ".config"),
-        XDG_STATE_HOME=str(home / ".local/state"),
-        XDG_CACHE_HOME=str(home / ".cache"),
-        XDG_RUNTIME_DIR=str(runtime),
-        **extra,
-    )
+    env.update(xdg_under(home, runtime), **extra)
     return env
 
 
