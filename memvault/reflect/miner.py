@@ -91,7 +91,8 @@ HOSTS = {"claude": "Claude", "codex": "Codex", "gemini": "Gemini"}  # each host'
 _ASK = {"claude": claude.ask, "codex": codex.ask, "gemini": gemini.ask}
 _APPS = {"claude": "Claude Code", "codex": "Codex CLI", "gemini": "Gemini CLI"}
 # Miners built but not used, and why: a host's model is given a transcript only once its real client is shown
-# (tests/e2e/test_host_miners.py) to offer that model no tool at all.
+# (tests/e2e/test_host_miners.py) to offer that model no tool at all. Gemini CLI skips the miner's settings file
+# (a system settings file must sit in folders only root can write), so its core tools stay declared.
 HELD_BACK = {
     "gemini": "the Gemini miner is held back: its real client still offers the model its core tools "
     "(read_file, web_fetch, …) in headless mode, so the offline rules mine Gemini CLI sessions",

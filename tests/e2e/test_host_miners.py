@@ -102,8 +102,12 @@ def gemini_home(tmp_path: Path, stub: GeminiStub, monkeypatch: pytest.MonkeyPatc
     return home
 
 
-@pytest.mark.xfail(strict=True, reason="open: the request still declares Gemini CLI's core tools through miner.run "
-                   "(a hand-run child with the same settings file declared none); see the issue 28 item 5 report")
+# Gemini CLI 0.61 reads a system settings file (GEMINI_CLI_SYSTEM_SETTINGS_PATH) only when the file and every folder
+# above it are "secure" (not writable by others, owned by root): the miner's file under a user's or a temporary folder
+# is skipped, so its `tools.core: []` never applies. The same settings as the user's own settings.json do apply (no
+# tool declared), so the way out is a Gemini home of the miner's own carrying the user's sign-in.
+@pytest.mark.xfail(strict=True, reason="open: the request still declares Gemini CLI's core tools (the miner's system "
+                   "settings file is skipped as insecure); the Gemini miner stays held back until this passes")
 @pytest.mark.usefixtures("today", "memvault_home")
 def test_gemini_miner(tmp_path: Path, gemini_bin: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     mark = tmp_path / "marks"
