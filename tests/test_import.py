@@ -241,13 +241,19 @@ def test_undo_after_a_killed_import_takes_back_that_import_not_the_one_before(va
     assert not (vault_dir / P / "note/killed.md").exists()
 
 
+def two_sources(tmp_path: Path) -> tuple[Path, Path]:
+    """Two folders to import one after the other: `a.md` in the first, `b.md` in the second."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    write(first, "a.md", "First import.\n")
+    write(second, "b.md", "Second import.\n")
+    return first, second
+
+
 @pytest.mark.slow
 def test_an_undo_killed_after_its_journal_is_finished_and_the_next_undo_takes_the_import_before(
     vault_dir: Path, tmp_path: Path
 ) -> None:
-    first, second = tmp_path / "first", tmp_path / "second"
-    write(first, "a.md", "First import.\n")
-    write(second, "b.md", "Second import.\n")
+    first, second = two_sources(tmp_path)
     vault = open_vault(vault_dir)
     importer.apply(vault, importer.plan(vault, first))
     importer.apply(vault, importer.plan(vault, second))
@@ -259,9 +265,7 @@ def test_an_undo_killed_after_its_journal_is_finished_and_the_next_undo_takes_th
 
 
 def test_undo_refuses_when_notes_of_a_later_import_have_no_manifest(vault: Vault, tmp_path: Path) -> None:
-    first, second = tmp_path / "first", tmp_path / "second"
-    write(first, "a.md", "First import.\n")
-    write(second, "b.md", "Second import.\n")
+    first, second = two_sources(tmp_path)
     importer.apply(vault, importer.plan(vault, first))
     time.sleep(1.05)  # `imported:` stamps are to the second, as Obsidian's date-time properties
     later = importer.apply(vault, importer.plan(vault, second))
@@ -278,9 +282,7 @@ def test_undo_refuses_when_notes_of_a_later_import_have_no_manifest(vault: Vault
 def test_undo_refuses_a_last_import_whose_notes_are_all_gone_and_retires_it_when_named(
     git_vault: Vault, tmp_path: Path
 ) -> None:
-    first, second = tmp_path / "first", tmp_path / "second"
-    write(first, "a.md", "First import.\n")
-    write(second, "b.md", "Second import.\n")
+    first, second = two_sources(tmp_path)
     importer.apply(git_vault, importer.plan(git_vault, first))
     later = importer.apply(git_vault, importer.plan(git_vault, second))
     git_vault.undo()  # `memvault undo` took the second import back; its manifest stays

@@ -156,12 +156,7 @@ def test_explicit_commands_ask_or_take_yes(vault: Vault) -> None:
 def test_gc_never_offers_a_protected_idea(vault: Vault) -> None:
     idea = f"{INC}/flaky-test-detector/_index.md"
     protect_note(vault, idea)
-    folder = vault.root / INC / "flaky-test-detector"
-    index = folder / "_index.md"
-    index.write_text(re.sub(r"(?m)^updated: .*$", "updated: 2025-01-10T09:00:00", index.read_text()))
-    stamp = dt.datetime(2025, 1, 10).timestamp()
-    for path in folder.rglob("*"):
-        os.utime(path, (stamp, stamp))
+    aged_idea(vault)
     before = snapshot(vault.root)
     (stale,) = incubator.stale(vault, 6)
     assert stale.protected
