@@ -50,7 +50,7 @@ if os.path.basename(sys.argv[0]) == "codex":
     with open(argv[argv.index("--output-last-message") + 1], "w") as out:
         out.write(answer)
     sys.exit(0)
-session = argv[argv.index("--session-id") + 1]  # gemini: records the chat, as the real client does
+session = "a1b2c3d4-0000-4000-8000-000000000000"  # gemini: records the chat in its home, as the real client does
 chats = os.path.join(os.environ["GEMINI_CLI_HOME"], ".gemini", "tmp", "gemini-miner", "chats")
 os.makedirs(chats, exist_ok=True)
 with open(os.path.join(chats, f"session-2026-01-01T10-00-{session[:8]}.jsonl"), "w") as out:
@@ -120,7 +120,6 @@ def test_codex_that_reaches_no_api_falls_back_says_why_and_costs_nothing(
 def test_gemini_mines_with_no_tools_hooks_mcp_and_its_chat_file_deleted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(miner, "HELD_BACK", {})  # the miner itself, as it will run once released
     fake(tmp_path, monkeypatch, "gemini", "answer", {"candidates": [RULE]})
     cands, ran = miner.run(TURNS, ReflectionSettings(miner="auto"), host="gemini")
     assert ran.miner == "gemini" and [c.title for c in cands] == ["Dependencies are added with uv add, never pip"]
@@ -128,21 +127,21 @@ def test_gemini_mines_with_no_tools_hooks_mcp_and_its_chat_file_deleted(
     argv, env = call["argv"], call["env"]
     assert argv[argv.index("--allowed-mcp-server-names") + 1] == "none" and "--extensions" in argv
     assert argv[argv.index("--model") + 1] == "gemini-2.5-flash"
-    settings = json.loads(Path(env["GEMINI_CLI_SYSTEM_SETTINGS_PATH"]).read_text())
-    assert settings["tools"]["core"] == [] and settings["mcpServers"] == {}
-    assert settings["hooksConfig"]["enabled"] is False
-    assert Path(env["GEMINI_SYSTEM_MD"]).read_text().startswith("You extract long-term memory")
-    assert not list((tmp_path / "gemini-home").glob("**/session-*.jsonl"))  # the child's chat is not kept
+    assert Path(env["GEMINI_CLI_HOME"]).parent == tmp_path / "memvault-home" / "state" / "gemini-miner"
+    assert env["GEMINI_SYSTEM_MD"] == str(Path(env["GEMINI_CLI_HOME"]) / "system.md")
+    assert gemini.SETTINGS["tools"]["core"] == [] and gemini.SETTINGS["mcpServers"] == {}
+    assert gemini.SETTINGS["hooksConfig"]["enabled"] is False
+    assert not Path(env["GEMINI_CLI_HOME"]).exists()  # the child's own home, its chat with it, is gone
+    assert not (tmp_path / "gemini-home").exists()  # and the user's was never written
     assert miner.calls_today("gemini") == 1 and miner.calls_today("codex") == 0
 
 
 @pytest.mark.usefixtures("today")
 def test_gemini_refused_falls_back_and_the_cap_is_per_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(miner, "HELD_BACK", {})  # the miner itself, as it will run once released
     fake(tmp_path, monkeypatch, "gemini", "refused")
     _, ran = miner.run(TURNS, ReflectionSettings(miner="gemini"))
     assert ran.miner == "offline" and "the Gemini miner failed" in ran.reason and "ECONNREFUSED" in ran.reason
-    assert not list((tmp_path / "gemini-home").glob("**/session-*.jsonl"))  # deleted, answered or not
+    assert not list((tmp_path / "memvault-home").glob("state/gemini-miner/home-*"))  # removed, answered or not
     miner.count_call("gemini")
     _, ran = miner.run(TURNS, ReflectionSettings(miner="gemini", gemini_calls_per_day=1))
     assert ran.miner == "offline" and "daily cap of 1 Gemini calls (reflection.gemini_calls_per_day)" in ran.reason
@@ -163,16 +162,15 @@ def test_auto_picks_the_transcripts_host_and_says_why_it_cannot(
     auto = ReflectionSettings(miner="auto")
     assert miner.choose(auto, host="codex") == (
         "offline", "'codex' was not found (reflection.miner is auto and the transcript is Codex CLI's)")  # fmt: skip
-    assert miner.choose(auto, host="gemini") == ("offline", miner.HELD_BACK["gemini"] + (
-        " (reflection.miner is auto and the transcript is Gemini CLI's)"))  # fmt: skip
-    assert miner.choose(ReflectionSettings(miner="gemini"))[1].startswith("the Gemini miner is held back")
+    assert miner.choose(auto, host="gemini") == (
+        "offline", "'gemini' was not found (reflection.miner is auto and the transcript is Gemini CLI's)")  # fmt: skip
     assert miner.choose(ReflectionSettings(miner="codex"), host="gemini") == (
         "offline", "'codex' was not found (reflection.miner is codex)")  # fmt: skip
     assert miner.choose(ReflectionSettings(miner="auto", codex_calls_per_day=0), host="codex")[1].startswith(
         "reflection.codex_calls_per_day is 0")  # fmt: skip
-    monkeypatch.setattr(miner, "HELD_BACK", {})
-    assert miner.choose(auto, host="gemini")[1].startswith("'gemini' was not found")
     exe = fake(tmp_path, monkeypatch, "codex", "answer", {"candidates": []})
     assert miner.choose(auto, host="codex")[0] == "codex"
+    fake(tmp_path, monkeypatch, "gemini", "answer", {"candidates": []})
+    assert miner.choose(auto, host="gemini")[0] == "gemini"  # a Gemini chat: the Gemini miner
     assert miner.choose(auto, host="claude")[0] == "offline"  # a Claude Code transcript needs claude
     assert codex.command(str(exe), "", "out.txt")[1] == "exec" and gemini.SETTINGS["tools"] == {"core": []}

@@ -2,8 +2,7 @@
 
 `run` picks the miner from `reflection.miner`:
 - `auto` (the default): the miner of the host the transcript came from (`host_of`: a Claude Code
-  transcript → `claude -p`, a Codex rollout → `codex exec`, a Gemini chat → `gemini -p`, which is
-  held back for now: `HELD_BACK`) when its
+  transcript → `claude -p`, a Codex rollout → `codex exec`, a Gemini chat → `gemini -p`) when its
   executable is found and answers `--version`, otherwise the offline miner; `claude`, `codex`,
   `gemini` and `offline` force one (a forced miner that cannot run still falls back to offline, and
   says so). Every host's miner works as the Claude one below (`mine/claude.py`, `mine/codex.py`,
@@ -30,6 +29,7 @@ key merged. Keys are built from redacted text, so they never hold a secret.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
 import subprocess
@@ -91,12 +91,9 @@ HOSTS = {"claude": "Claude", "codex": "Codex", "gemini": "Gemini"}  # each host'
 _ASK = {"claude": claude.ask, "codex": codex.ask, "gemini": gemini.ask}
 _APPS = {"claude": "Claude Code", "codex": "Codex CLI", "gemini": "Gemini CLI"}
 # Miners built but not used, and why: a host's model is given a transcript only once its real client is shown
-# (tests/e2e/test_host_miners.py) to offer that model no tool at all. Gemini CLI skips the miner's settings file
-# (a system settings file must sit in folders only root can write), so its core tools stay declared.
-HELD_BACK = {
-    "gemini": "the Gemini miner is held back: its real client still offers the model its core tools "
-    "(read_file, web_fetch, …) in headless mode, so the offline rules mine Gemini CLI sessions",
-}
+# (tests/e2e/test_host_miners.py) to offer that model no tool at all. None is held back now: the Gemini miner
+# passed once it ran in a Gemini home of its own (its settings as user settings, which the client honours).
+HELD_BACK: dict[str, str] = {}
 
 
 @dataclass
@@ -267,9 +264,12 @@ def _probe(executable: str, host: str = "claude") -> str | None:
         and time.time() - float(known.get("checked", 0)) < PROBE_KEEP_S
     ):
         return None
+    own = host == "gemini"  # Gemini CLI writes its project list in its home even for --version: a home of its own
     try:
-        done = subprocess.run([executable, "--version"], capture_output=True, text=True, timeout=PROBE_TIMEOUT_S,
-                              env=claude.child_env(), check=False)  # fmt: skip
+        with gemini.private_home(paths.state_dir() / "gemini-miner", sign_in=False) if own else (
+                contextlib.nullcontext()) as home:  # fmt: skip
+            done = subprocess.run([executable, "--version"], capture_output=True, text=True, timeout=PROBE_TIMEOUT_S,
+                                  env=gemini.child_env(home) if home else claude.child_env(), check=False)  # fmt: skip
     except (OSError, subprocess.SubprocessError) as exc:
         return f"{executable} --version did not answer ({type(exc).__name__})"
     if done.returncode != 0 or not done.stdout.strip():

@@ -2,8 +2,9 @@
 
 Per host: the note lands with the user's quote, the request offers the model no tool (Codex: only the
 built-ins it cannot switch off — its MCP-resource readers, with no server configured, and
-`request_user_input`), the client keeps no session file, and an API that refuses falls back to the
-offline miner, says why, and costs nothing against the host's daily cap.
+`request_user_input`), the client keeps no session file (Gemini: nothing is written in the user's Gemini
+home, and the call's own home is gone after it), and an API that refuses falls back to the offline
+miner, says why, and costs nothing against the host's daily cap.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import pytest
 from memvault.config import ReflectionSettings
 from memvault.reflect import miner
 from memvault.reflect.transcript import Turn
+from tests.conftest import snapshot
 
 from . import clients
 from .stubs.gemini import GeminiStub
@@ -102,18 +104,12 @@ def gemini_home(tmp_path: Path, stub: GeminiStub, monkeypatch: pytest.MonkeyPatc
     return home
 
 
-# Gemini CLI 0.61 reads a system settings file (GEMINI_CLI_SYSTEM_SETTINGS_PATH) only when the file and every folder
-# above it are "secure" (not writable by others, owned by root): the miner's file under a user's or a temporary folder
-# is skipped, so its `tools.core: []` never applies. The same settings as the user's own settings.json do apply (no
-# tool declared), so the way out is a Gemini home of the miner's own carrying the user's sign-in.
-@pytest.mark.xfail(strict=True, reason="open: the request still declares Gemini CLI's core tools (the miner's system "
-                   "settings file is skipped as insecure); the Gemini miner stays held back until this passes")
-@pytest.mark.usefixtures("today", "memvault_home")
-def test_gemini_miner(tmp_path: Path, gemini_bin: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.usefixtures("today")
+def test_gemini_miner(tmp_path: Path, gemini_bin: Path, monkeypatch: pytest.MonkeyPatch, memvault_home: Path) -> None:
     mark = tmp_path / "marks"
-    monkeypatch.setattr(miner, "HELD_BACK", {})  # held back from users until this test passes
     with GeminiStub([{"json": ANSWER}], log_path=tmp_path / "requests.jsonl") as stub:
         home = gemini_home(tmp_path, stub, monkeypatch, mark)
+        before = snapshot(home)
         settings = ReflectionSettings(miner="auto", gemini_command=str(gemini_bin))
         cands, ran = miner.run(TURNS, settings, host="gemini")
         bodies = stub.bodies()
@@ -124,10 +120,13 @@ def test_gemini_miner(tmp_path: Path, gemini_bin: Path, monkeypatch: pytest.Monk
     assert bodies and declared == []  # no tool declared at all
     assert "You extract long-term memory" in json.dumps(bodies[-1]["systemInstruction"])
     assert not mark.exists()  # neither the MCP server nor the hooks ran
-    assert not list(home.glob(".gemini/tmp/*/chats/session-*"))  # the child's chat was deleted
+    assert snapshot(home) == before  # nothing written in the user's Gemini home (no chat, no trust, no project)
+    assert not list(memvault_home.glob("state/gemini-miner/home-*"))  # the call's own home, chat and all, is gone
 
     with GeminiStub([{"error": {"status": 403, "type": "PERMISSION_DENIED", "message": "refused"}}]) as down:
-        gemini_home(tmp_path / "again", down, monkeypatch, mark)
+        home = gemini_home(tmp_path / "again", down, monkeypatch, mark)
+        before = snapshot(home)
         cands, ran = miner.run(TURNS, settings, host="gemini")
     assert ran.miner == "offline" and ran.reason.startswith("the Gemini miner failed") and cands == miner.mine(TURNS)
     assert miner.calls_today("gemini") == 1
+    assert snapshot(home) == before and not list(memvault_home.glob("state/gemini-miner/home-*"))
