@@ -6,12 +6,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from memvault import health, open_vault
-from memvault.store import changelog
+from memvault.store import changelog, journal
 from memvault.store.changelog import Record
 
 from .conftest import git
@@ -123,3 +124,36 @@ def test_a_change_killed_inside_its_git_commit_is_committed_by_the_next_command(
     assert git(vault_dir, "status", "--porcelain") == ""
     assert not (vault_dir / NOTE).exists()
     assert git(vault_dir, "rev-list", "--count", "HEAD").strip() == "3"
+
+
+def test_a_git_still_running_for_a_killed_undo_is_waited_for_before_the_next_command_finishes_it(
+    tmp_path: Path, vault_dir: Path
+) -> None:
+    """SIGKILL ends memvault, not the git it started: recovery must not race that git (a CI run once set the undo
+    aside as a conflict when the killed command's `git revert` landed after the next command had finished it)."""
+    saved(vault_dir)
+    shim, mark = tmp_path / "bin", tmp_path / "revert-started"
+    shim.mkdir()
+    (shim / "git").write_text(
+        '#!/bin/sh\nif [ "$1" = revert ] && [ "$2" = --no-commit ]; then\n  touch "$MARK"; sleep 1.5\n'
+        '  "$REAL_GIT" "$@" >>"$MARK.log" 2>&1; s=$?; echo "exit $s" >>"$MARK.log"; exit $s\nfi\n'
+        'exec "$REAL_GIT" "$@"\n'
+    )  # a git that is slow to start its revert, as one is on a loaded machine
+    (shim / "git").chmod(0o755)
+    env = {**os.environ, "PATH": f"{shim}{os.pathsep}{os.environ['PATH']}", "MARK": str(mark)}
+    env["REAL_GIT"] = subprocess.run(["sh", "-c", "command -v git"], capture_output=True, text=True).stdout.strip()
+    proc = subprocess.Popen([sys.executable, "-c", UNDO, str(vault_dir)], env=env, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not mark.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert mark.exists(), proc.stderr.read() if proc.stderr else ""
+    proc.kill()  # the undo dies; its `git revert --no-commit` runs on, a second later
+    proc.wait()
+    open_vault(vault_dir)  # the next command, at once
+    ran = tmp_path / "revert-started.log"
+    while not (ran.exists() and "exit" in ran.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.05)  # whatever the killed command's git was going to do is done now
+    vault = open_vault(vault_dir)
+    assert not journal.conflicts(vault.journal_dir), "a crash alone never makes a conflict"
+    assert_clean_undone(vault_dir)
+    assert ran.read_text().strip().endswith("exit 0"), "the killed command's git ran before the next one went on"

@@ -101,14 +101,14 @@ def revert(root: Path, target: MemvaultCommit, keep: Sequence[str] = ()) -> str:
     except GitError as exc:
         unmerged = set(_git(root, "diff", "--name-only", "--diff-filter=U").splitlines())
         if not unmerged or not unmerged <= set(keep):
-            subprocess.run(["git", "revert", "--abort"], cwd=root, capture_output=True, check=False)
+            _run(root, "revert", "--abort")
             why = f"cannot undo {target.sha[:8]}: the notes changed since ({exc.args[0]})"
             raise GitError(why, code="conflict") from None
     kept = set(_git(root, "ls-tree", "-r", "--name-only", "HEAD", "--", *keep).splitlines()) if keep else set()
     if kept:
         _git(root, "restore", "--source=HEAD", "--staged", "--worktree", "--", *sorted(kept))
     if not _git(root, "diff", "--cached", "--name-only").strip():
-        subprocess.run(["git", "revert", "--quit"], cwd=root, capture_output=True, check=False)
+        quit_revert(root)
         raise GitError(f"nothing to undo in {target.sha[:8]}: it changed only the change log")
     fault.checkpoint("revert staged")
     subject = f"memvault: undo {target.subject.removeprefix('memvault: ')}"
@@ -215,6 +215,52 @@ def _git_processes(repo: Path, git_dir: Path) -> list[int] | None:
     return None if hidden and not found else sorted(found)
 
 
+OWNER_ENV = "MEMVAULT_GIT_OWNER"  # in every git memvault starts: the id of the memvault process that started it
+ORPHAN_WAIT_S = 30.0  # how long the next command waits for the gits of a killed one (each takes well under a second)
+
+
+def orphans(root: Path) -> list[int]:
+    """The git processes at work in this repository that a memvault process started and did not outlive.
+
+    SIGKILL (a host's hook timeout, an out-of-memory kill) ends memvault, not the git it started: that git
+    still commits, reverts or stages a moment later. The next command must let it finish before it replays
+    the journal, or the two race (an undo finished twice, then set aside as a conflict). Empty where the
+    system does not show processes (no PROC): there the lock files are what the next command sees.
+    """
+    try:
+        git_dir = Path(_git(root, "rev-parse", "--absolute-git-dir").strip())
+    except GitError:
+        return []
+    return [pid for pid in _git_processes(root, git_dir) or [] if _owner_gone(pid)]
+
+
+def wait_for_orphans(root: Path, timeout_s: float = ORPHAN_WAIT_S) -> list[int]:
+    """Wait until the gits of killed memvault processes in this repository have ended; those still running."""
+    deadline = time.monotonic() + timeout_s
+    while (left := orphans(root)) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return left
+
+
+def _owner_gone(pid: int) -> bool:
+    """Whether git process `pid` was started by a memvault process that is no longer running."""
+    try:
+        environ = (PROC / str(pid) / "environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    mark = OWNER_ENV.encode() + b"="
+    owner = next((v[len(mark) :] for v in environ if v.startswith(mark)), b"")
+    if not owner.isdigit() or int(owner) == os.getpid():
+        return False
+    try:
+        stat = (PROC / owner.decode() / "stat").read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[:1] == ["Z"]  # killed, not yet reaped by its parent
+
+
 def _places(entry: Path) -> list[Path]:
     """Where one process works: its folder and the folders its arguments and environment point git at."""
     cwd = Path(os.readlink(entry / "cwd"))
@@ -286,7 +332,7 @@ def rollback_revert(root: Path, target: str, keep: Sequence[str] = ()) -> bool:
         if path not in in_head:
             _git(root, "rm", "--cached", "--quiet", "--ignore-unmatch", "--", path)
             (root / path).unlink(missing_ok=True)
-    subprocess.run(["git", "revert", "--quit"], cwd=root, capture_output=True, check=False)
+    quit_revert(root)
     return True
 
 
@@ -314,8 +360,22 @@ def unfinished(root: Path) -> list[tuple[str, str]]:
     return found
 
 
+def quit_revert(root: Path) -> None:
+    """Forget a revert's REVERT_HEAD, leaving the index and the work tree as they are."""
+    _run(root, "revert", "--quit")
+
+
 def _quiet(root: Path, *args: str) -> bool:
-    return subprocess.run(["git", *args], cwd=root, capture_output=True, check=False).returncode == 0
+    return _run(root, *args).returncode == 0
+
+
+def _run(root: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(["git", *args], cwd=root, capture_output=True, env=_env(), check=False)
+
+
+def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of every git memvault starts: marked with this process's id (`orphans`)."""
+    return {**os.environ, **(extra or {}), OWNER_ENV: str(os.getpid())}
 
 
 def changed_paths(root: Path, sha: str) -> list[str]:
@@ -329,7 +389,7 @@ def _ignored(root: Path, paths: list[str]) -> set[str]:
         return set()
     proc = subprocess.run(
         ["git", "check-ignore", "-z", "--stdin"], input="\0".join(paths) + "\0", cwd=root,
-        capture_output=True, text=True, check=False,
+        capture_output=True, text=True, env=_env(), check=False,
     )  # fmt: skip
     return {p for p in proc.stdout.split("\0") if p} if proc.returncode == 0 else set()
 
@@ -344,8 +404,9 @@ def _trailers(body: str) -> dict[str, str]:
 
 
 def _git(cwd: Path, *args: str) -> str:
-    env = {**os.environ, **_fallback_identity(str(cwd))}
-    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, env=env, check=False)
+    proc = subprocess.run(
+        ["git", *args], cwd=cwd, capture_output=True, text=True, env=_env(_fallback_identity(str(cwd))), check=False
+    )
     if proc.returncode != 0:
         lines = [ln.strip() for ln in (proc.stderr or proc.stdout).splitlines() if ln.strip()]
         cause = next((ln for ln in lines if ln.startswith(("error:", "fatal:"))), lines[0] if lines else "no output")

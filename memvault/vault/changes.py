@@ -10,7 +10,6 @@ import dataclasses
 import datetime as dt
 import json
 import os
-import subprocess
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -65,8 +64,11 @@ class Changes:
         try:
             with self._locked():
                 return self.replay()
-        except (OSError, NotWritable) as exc:
-            why = (exc if isinstance(exc, NotWritable) else self.not_writable(exc)).reason
+        except (OSError, NotWritable, GitError) as exc:
+            if isinstance(exc, GitError):
+                why = exc.args[0]
+            else:
+                why = (exc if isinstance(exc, NotWritable) else self.not_writable(exc)).reason
             self.unfinished = f"an interrupted change could not be finished ({why}); the next write will finish it"
             return []
 
@@ -95,6 +97,7 @@ class Changes:
         return self.state_dir / "vault.lock"
 
     def replay(self) -> list[str]:
+        self._let_orphans_finish()
         done = []
         for path in journal.pending(self.journal_dir):
             try:
@@ -116,6 +119,19 @@ class Changes:
             done += self._finish_undo(path)
         disk.sweep_temp_files(self.journal_dir)
         return done + self._catch_up()
+
+    def _let_orphans_finish(self) -> None:
+        """Before a crash's leftovers are finished: the gits a killed memvault process started must have ended."""
+        if not (journal.pending(self.journal_dir) or journal.pending_undos(self.journal_dir) or self.uncommitted()):
+            return
+        repo = gitops.repo_root(self.root)
+        left = gitops.wait_for_orphans(repo) if repo is not None else []
+        if left:
+            pids = ", ".join(map(str, left))
+            raise GitError(
+                f"git is still at work in {repo} for a memvault command that was killed (processes {pids}); "
+                "the change it interrupted is finished by the next command once they end"
+            )
 
     # ---- changes written while git could not commit (a lock file in the way) ------------------------
 
@@ -173,7 +189,7 @@ class Changes:
         if now != head:  # committed (or the history moved on by hand): nothing left to finish but its log line
             reverted = gitops.commit_of(repo, target) if gitops.reverts(repo, now) == target else None
             if reverted is not None:
-                subprocess.run(["git", "revert", "--quit"], cwd=repo, capture_output=True, check=False)
+                gitops.quit_revert(repo)
                 self._log_undone(repo, reverted, now)
             record.unlink()
             return []
