@@ -113,7 +113,7 @@ def _check_session(where: str, s: dict[str, Any], host: Any) -> list[str]:
         return problems
     if s["host"] not in HOSTS:
         problems.append(f"{where}: host '{s['host']}' is not one of {', '.join(HOSTS)}")
-    elif host is not None and s["host"] != host:
+    elif host not in (None, "mixed") and s["host"] != host:  # a "mixed" file: each session names its host
         problems.append(f"{where}: host '{s['host']}' in a file for '{host}'")
     if not _REPO_NAME.fullmatch(s["repo"]):
         problems.append(f"{where}: repo '{s['repo']}' is not owner/name")
