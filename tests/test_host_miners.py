@@ -171,6 +171,6 @@ def test_auto_picks_the_transcripts_host_and_says_why_it_cannot(
     exe = fake(tmp_path, monkeypatch, "codex", "answer", {"candidates": []})
     assert miner.choose(auto, host="codex")[0] == "codex"
     fake(tmp_path, monkeypatch, "gemini", "answer", {"candidates": []})
-    assert miner.choose(auto, host="gemini")[0] == "gemini"  # a Gemini chat: the Gemini miner
+    assert miner.choose(auto, host=miner.host_of(chat))[0] == "gemini"  # a Gemini chat: the Gemini miner
     assert miner.choose(auto, host="claude")[0] == "offline"  # a Claude Code transcript needs claude
     assert codex.command(str(exe), "", "out.txt")[1] == "exec" and gemini.SETTINGS["tools"] == {"core": []}
