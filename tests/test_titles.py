@@ -39,6 +39,8 @@ def test_lead_ins_are_removed(sentence: str, title: str) -> None:
         ("I don't want you to open issues without my approval", "Do not open issues without the user's approval"),
         ("don't ever amend pushed commits", "Never amend pushed commits"),
         ("let's write docstrings in the numpy style", "Write docstrings in the numpy style"),
+        ("lets just pin everything", "Pin everything"),
+        ("can you please also sort the imports", "Sort the imports"),
     ],
 )
 def test_rules_are_imperative(sentence: str, title: str) -> None:

@@ -379,12 +379,13 @@ def _recall(root: Path, folder: str, prompt: str, settings: dict[str, Any], extr
     not_running = NOT_SERVED.get() == NOT_RUNNING
     started = served.started if served else proctime.started()[0]
     budget_ms = recall["prompt_budget_ms"] - (time.monotonic() - started) * 1000  # from the hook process's start
-    from memvault.recall import eligible
+    from memvault.recall import eligible, passages
 
     options: dict[str, Any] = {
         "k": recall["k"] + extra,
         **{key: recall[key] for key in RECALL_KEYS},
         "daily_folder": eligible.daily_folder(root),
+        "passage_chars": passages.per_hit(recall["max_context_chars"], recall["k"]),  # as the CLI and MCP show
     }
     index_file = _index_file(root, folder, settings)
     if budget_ms < VECTOR_MIN_SHARE * recall["prompt_budget_ms"]:

@@ -20,7 +20,7 @@ from memvault.records import Record
 from memvault.store import privacy
 from memvault.text import bounded_query
 
-from . import eligible, fusion, relevance
+from . import eligible, fusion, passages, relevance
 
 CANDIDATES = 100  # notes taken from each side before fusion (LoCoMo R@10 +0.002 over 50, no latency cost)
 MAX_IDENTIFIERS = 16  # exact identifiers of a query pinned first (each is one more FTS lookup)
@@ -61,6 +61,9 @@ class Options(Record):
     min_shared_words: int = relevance.MIN_SHARED_WORDS
     # The vault's daily-notes folder (`eligible.daily_folder`): its notes, like the idea ledger, need a reason.
     daily_folder: str = ""
+    # The characters of each hit's shown passage, and how it is filled past the best chunk (`passages`).
+    passage_chars: int = passages.per_hit(6000, 5)  # the defaults of recall.max_context_chars and recall.k
+    passage_fill: str = passages.FILL
 
     @property
     def floor(self) -> relevance.Floor:
@@ -115,6 +118,7 @@ class Hit(Record):
     special: str = ""  # a note that needs a reason to be given (`eligible.special`), or ""
     named: bool = False  # the prompt names the note (a skill entry's name)
     why: str = ""
+    passage: str = ""  # what is shown of the note to an agent: its best chunk and the text next to it (`passages`)
 
     def as_dict(self) -> dict[str, object]:
         return dict(self._asdict())
@@ -434,6 +438,9 @@ def _hits(
         seq, heading, text = index.conn.execute(
             "SELECT seq, heading, text FROM chunks WHERE id = ?", (chunk_id,)
         ).fetchone()
+        pool = pools.get(note_id, [])
+        shown_by = {c: near.get(c, 0.0) + SHOWN_COVERAGE_WEIGHT * covered.get(c, (0.0, 0))[0] for c in pool}
+        passage = _passage(index, note_id, seq, options, terms, shown_by)
         chosen = signals[judged]
         hits.append(
             Hit(
@@ -455,9 +462,30 @@ def _hits(
                 special=special,
                 named=named,
                 why=relevance.verdict(chosen, floor)[1],
+                passage=passage,
             )
         )
     return hits
+
+
+def _passage(
+    index: Index, note_id: int, seq: int, options: Options, terms: list[str], scores: dict[int, float]
+) -> str:
+    """The passage shown for a hit whose best chunk is `seq`: that chunk, then more of the note (`passages.choose`).
+
+    The neighbour fills read only the chunks that can fit beside `seq`; "best" reads the note's chunks scored in
+    `scores` (chunk id → cosine + coverage, known for the notes of at most SHOWN_MAX_CHUNKS chunks).
+    """
+    reach = options.passage_chars // 200 + 1  # no chunk is that short but the last of a section
+    sql = "SELECT id, seq, text FROM chunks WHERE note_id = ?"
+    params: list[object] = [note_id]
+    if options.passage_fill != "best" or not scores:
+        sql += " AND seq BETWEEN ? AND ?"
+        params += [seq - reach, seq + reach]
+    rows = index.conn.execute(sql + " ORDER BY seq", params).fetchall()
+    pieces = [passages.Piece(s, t, scores.get(c, 0.0)) for c, s, t in rows]
+    return passages.render(passages.choose(pieces, seq, options.passage_chars, options.passage_fill, terms))
+
 
 
 def _note_chunks(index: Index, note_ids: list[int]) -> dict[int, list[int]]:

@@ -21,7 +21,7 @@ from memvault import config as config_mod
 from memvault.errors import MemvaultError, SafetyError, VaultNotFound
 from memvault.index import catalog
 from memvault.index.sync import Progress, SyncReport
-from memvault.recall import eligible
+from memvault.recall import eligible, passages
 from memvault.recall import search as recall_mod
 from memvault.store import disk, journal, model, notes, safety
 from memvault.store.model import ALWAYS_LOAD, ARCHIVE, INBOX, INCUBATOR, REVIEW, Entry, NoteFile, WriteResult
@@ -169,6 +169,7 @@ class Vault:
             min_coverage=settings.min_coverage,
             min_shared_words=settings.min_shared_words,
             daily_folder=eligible.daily_folder(self.root),  # its notes need a reason, as in the hook
+            passage_chars=passages.per_hit(settings.max_context_chars, settings.k),  # the hook's passages
             # A person waiting for the service gets complete results; otherwise the hook's budget applies.
             budget_ms=budget_ms or (10_000 if wait_service else settings.prompt_budget_ms),
         )

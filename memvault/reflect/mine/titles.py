@@ -6,6 +6,8 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
+from memvault.index.chunking import STOP_WORDS
+
 from .text import QUOTE_CHARS, TITLE_CHARS, clip, quote
 
 
@@ -38,10 +40,11 @@ _VERBS = _words(
     verify wait work wrap write"""
 )
 _NOUN_STARTS = _words("a an the my our your this that these those")
+_NOT_NOUNS = _words("no not never always i we you it they he she maybe perhaps probably there if when")
 _MODALS = _words("can could would will should must might may shall was did had")
 
 _EMOJI = re.compile(r"[\u200d\ufe0f\u20e3]|(?:^|\s)(?::-?[)(DPp]|;-?\)|xD|<3|\^_\^)(?=\s|$)")
-_MARKUP = re.compile(r"\*\*|__|(?<!\w)[*_](?=\S)|(?<=\S)[*_](?!\w)")
+_MARKUP = re.compile(r"\*\*|__|(?<![\w*])([*_])(?=\w)(.+?)(?<=\w)\1(?![\w*])")
 _SPACES = re.compile(r"\s+")
 _TOKEN = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?")
 _QUOTES = str.maketrans({"’": "'", "‘": "'", "“": '"', "”": '"', "\u00a0": " "})
@@ -53,7 +56,8 @@ _LEAD = re.compile(
     r"|like i said|for (?:the )?future reference|in (?:the )?future|from now on|going forward|moving forward"
     r"|from here on(?: out)?|henceforth|for all future \w+|for every (?:project|repo|session)|in general|generally"
     r"|(?:and )?note(?: that)?|keep in mind(?: that)?|remember(?: that)?|don't forget(?: that)?|i think|i mean"
-    r"|not quite|that's wrong|that is wrong|wrong)\b[\s,.:;!—–-]*)+",
+    r"|not quite|that's wrong|that is wrong|wrong|(?:first|second|third|finally|lastly)(?=,)"
+    r"|i (?:feel|think|believe|guess|suppose)(?: (?:as though|as if|like|that))?)\b[\s,.:;!—–-]*)+",
     re.IGNORECASE,
 )
 _TRAILING = re.compile(
@@ -128,29 +132,51 @@ def is_pointer_only(sentence: str) -> bool:
 
 
 def _restate(sentence: str, kind: str, context: str) -> str:
-    """The statement as one sentence without a length cap, or "" when it says nothing of its own."""
+    """The statement as one sentence without a length cap, or "" when it says nothing of its own.
+
+    Several sentences typed together are each restated and joined with "; ", leaving out those that
+    only point ("do this") or ask ("why is it slow?") when another one states something.
+    """
     if kind not in KINDS:
         raise ValueError(f"unknown statement kind {kind!r}: one of {', '.join(sorted(KINDS))}")
-    text = _rule_part(_fix_typos(_clean(sentence)))
-    if is_pointer_only(text):
-        if not context.strip() or is_pointer_only(context):
-            return ""
-        low = text.lower()
-        base = _restate(context, kind, "")
-        adverb = "Never" if re.search(r"\b(?:never|don't|do not|dont)\b", low) else "Always" if "always" in low else ""
-        if adverb and base and not base.lower().startswith(("always", "never", "do not", "no ")):
-            return f"{adverb} {base[:1].lower()}{base[1:]}"
-        return base
+    parts = [p for p in _SENTENCE.split(_fix_typos(_clean(sentence))) if p.strip()]
+    said = [(p, _rule_part(p)) for p in parts]
+    said = [(p, text) for p, text in said if text and not is_pointer_only(text)]
+    firm = [text for p, text in said if not (p.rstrip().endswith("?") and _ASKS.match(text))]
+    stated = [_one(text, kind) for text in (firm or [text for _, text in said])]
+    if stated:
+        return "; ".join(t if i == 0 else _lower_first(t) for i, t in enumerate(stated))
+    if not context.strip() or is_pointer_only(context):
+        return ""
+    low = _clean(sentence).lower()
+    base = _restate(context, kind, "")
+    adverb = "Never" if re.search(r"\b(?:never|don't|do not|dont)\b", low) else "Always" if "always" in low else ""
+    if adverb and base and not base.lower().startswith(("always", "never", "do not", "no ")):
+        return f"{adverb} {_lower_first(base)}"
+    return base
+
+
+_INSERTED_FIRST = _words("the a an do never always prefer no use this that it there")
+_SENTENCE = re.compile(r"(?<!\.\.)(?<!e\.g\.)(?<!i\.e\.)(?<!etc\.)(?<!vs\.)(?<=[.!?])\s+")
+_ASKS = re.compile(r"^(?:what|why|how|when|where|which|who|is|are|do|does|did|can|could|should|would|will)\b", re.I)
+
+
+def _one(text: str, kind: str) -> str:
     text = _imperative(text) if kind in RULE_KINDS else _statement(text)
-    text = _third_person_rest(text)
-    text = text.strip(" ,;:-–—")
+    text = _third_person_rest(text).strip(" ,;:-–—").rstrip(" .!?;:,…")
     return text[:1].upper() + text[1:]
+
+
+def _lower_first(text: str) -> str:
+    """`text` with its first letter lowercased unless its first word is a name ("Python", "API", "I")."""
+    first = _first(text).split("'")[0]
+    return text[:1].lower() + text[1:] if first in _VERBS | _INSERTED_FIRST | STOP_WORDS else text
 
 
 def _clean(sentence: str) -> str:
     text = unicodedata.normalize("NFKC", sentence).translate(_QUOTES)
     text = "".join(c for c in text if unicodedata.category(c) not in ("So", "Cs", "Co"))
-    text = _SPACES.sub(" ", _EMOJI.sub(" ", _MARKUP.sub("", text))).strip()
+    text = _SPACES.sub(" ", _EMOJI.sub(" ", _MARKUP.sub(lambda m: m.group(2) or "", text))).strip()
     while len(text) > 1 and text[0] == text[-1] and text[0] in "\"'`":
         text = text[1:-1].strip()
     return text.strip(" -*•>").rstrip(" .!?;:,…")
@@ -195,7 +221,7 @@ def _rule_part(text: str) -> str:
     """The words that state the rule: lead-ins ("oh and, from now on", "note this for every project –") dropped."""
     for _ in range(4):
         before = text
-        text = _LEAD.sub("", text).strip(" ,.;:!-–—")
+        text = _LEAD.sub("", text).strip(" ,;:!-–—").rstrip(".")
         m = _HEAD.search(text)
         if m and m.end() < len(text):
             head = [w.lower() for w in _TOKEN.findall(text[: m.start()])]
@@ -210,11 +236,11 @@ def _rule_part(text: str) -> str:
 _RULE_FORMS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(p, re.IGNORECASE), r)
     for p, r in (
-        (r"^(?:can|could|would|will) you (?:please )?", ""),
+        (r"^(?:can|could|would|will) (?:you|we) (?:please |just |also )*", ""),
         (r"^(?:i|we) (?:do not|don't) (?:ever )?(?:want|need|like) (?:you )?to (?:ever )?", "do not "),
         (r"^(?:i|we) never want (?:you )?to ", "never "),
         (r"^(?:i|we) (?:do not|don't) (?:want|need|like) (?=\w)", "no "),
-        (r"^(?:i|we) (?:really |just |only )?(?:want|need|would like|'d like|wanna) (?:you )?to ", ""),
+        (r"^(?:i|we)(?:'d| would)? (?:really |just |only )?(?:want|need|like|love|wanna) (?:you )?to ", ""),
         (r"^(?:i|we)(?: would|'d)? (?:really |much |strongly |always )?prefer (?:it )?(?:if |when |that )?you ", ""),
         (r"^(?:i|we)(?: would|'d)? (?:really |much |strongly |always )?prefer (?:that )?(?!to )", "prefer "),
         (r"^(?:i|we)(?: would|'d)? (?:really |much |strongly |always )?prefer to ", "prefer to "),
@@ -226,6 +252,7 @@ _RULE_FORMS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"^(?:you|we|i|u) (always|never) ", r"\1 "),
         (r"^(?:please )?(?:make sure|ensure|be sure|remember|don't forget|do not forget) (?:that )?(?:you )?(?:to )?"
          r"(?=(?:always|never|don't|do not|not) |(?:" + "|".join(sorted(_VERBS)) + r")\b)", ""),
+        (r"^(?:please )?(?:make sure|be sure|remember|don't forget|do not forget) to ", ""),
         (r"^let'?s (?:always )?", ""),
         (r"^(?:do not|don't|dont) ever |^never ever ", "never "),
         (r"^(?:do not|don't|dont) ", "do not "),
@@ -245,7 +272,7 @@ def _imperative(text: str) -> str:
     for pattern, repl in _RULE_FORMS:
         new = pattern.sub(repl, text, count=1)
         if new != text:
-            text = new
+            text = new if new[: len(repl)].strip() else _LEAD.sub("", new)  # "let's just pin": "just" is filler too
             break
     m = _EVER.match(text)
     if m:
@@ -263,14 +290,17 @@ def _first(text: str) -> str:
 
 def _verbless(words: list[str]) -> bool:
     """A short rule with no verb at all ("tabs", "pnpm over npm"): it means "use" what it names."""
-    if len(words) > 6 or words[0] in _NOUN_STARTS | {"no", "not", "never", "always", "i", "we", "you", "it"}:
+    if len(words) > 6 or words[0] in _NOUN_STARTS | _NOT_NOUNS:
         return False
     if len(words) > 1 and words[1] in _NOUN_STARTS | {"all", "every", "it", "them", "to", "up", "out"}:
         return False  # "sever the webhook": a word before "the" is a verb the list does not know
-    return not any(w in _VERBS or w in _MODALS or w in _BE or w.endswith(("ing", "ed", "n't")) for w in words)
+    return not any(w in _VERBS or w in _OTHER_VERBS or "'" in w or w.endswith(("ing", "ed")) for w in words)
 
 
-_BE = _words("is are am be been was were i'm it's that's there's we're you're")
+_OTHER_VERBS = _words(
+    "can could would will should must might may shall was did had have has get gets be is are am been were i'm "
+    "it's that's there's we're you're need needs want wants like likes see find know think feel come goes go"
+)
 _FACT_FORMS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(p, re.IGNORECASE), r)
     for p, r in (
@@ -300,8 +330,9 @@ def _statement(text: str) -> str:
 
 _ALONE, _END = r"(?<![\w./@'-])", r"(?![\w./@'-])"  # a word on its own, not part of "oh-my-zsh" or "me.txt"
 _MID = re.compile(
-    rf"{_ALONE}(?:(?P<is>I'm|I am)|(?P<has>I've|I have)|(?P<not>I (?:don't|do not))|I (?P<verb>[A-Za-z]+)"
-    rf"|(?P<my>[Mm]y|[Oo]ur|MY|OUR)|(?P<me>me|ME)){_END}"
+    rf"{_ALONE}(?:(?P<is>I'm|i'm|I am|i am|[Ww]e're|[Ww]e are)|(?P<has>I've|i've|I have|i have|[Ww]e've|[Ww]e have)"
+    rf"|(?P<not>(?:I|i|[Ww]e) (?:don't|do not))|(?:I|i|[Ww]e) (?P<verb>[A-Za-z]+)|(?P<my>[Mm]y|[Oo]ur|MY|OUR)"
+    rf"|(?P<me>me|ME|us)){_END}"
 )
 
 
@@ -318,9 +349,12 @@ def _third_person_rest(text: str) -> str:
     return _MID.sub(one, text)
 
 
+_ADVERBS = _words("always never usually mostly only also just still once already often sometimes really ever then now")
+
+
 def _third(verb: str) -> str:
     low = verb.lower()
-    if low in _MODALS or low in ("always", "never", "usually", "mostly", "only", "also", "just", "still"):
+    if low in _MODALS or low in _ADVERBS:
         return low
     if low in ("have", "am"):
         return {"have": "has", "am": "is"}[low]
