@@ -1,11 +1,16 @@
 """Recall quality benchmark: LoCoMo evidence retrieval and a preference paraphrase set, per fusion method.
 
     python scripts/bench_recall.py [--locomo PATH] [--sections turns,sessions] [--conversations N] [--cache DIR]
+    python scripts/bench_recall.py --set spans   # the passage fill's choice, on the training data's dev split
 
 LoCoMo is read from --locomo FILE, else from $MEMVAULT_BENCH_DATA/locomo/locomo10.json; without it
 the LoCoMo part is skipped with one line. Two vault shapes: one note per dialogue turn ("turns"), and
 one note per session with each turn a paragraph ("sessions"), scored by the evidence turns the returned
-chunks contain.
+chunks contain. For LoCoMo it also draws the shown-passage curve: the evidence held by the passages the
+hook would show, against the characters shown and the time per query, for each passage strategy
+(`recall.passages`), today's (the best chunk alone, and the one-line snippet shown before) beside the
+shipped one. `--set spans` scores the same strategies on the recall training data's dev and train splits
+(the kepano vault's long notes: is the labelled passage in what is shown?), where the fill was chosen.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ import bench_data
 
 from memvault.index import chunking, embed, sync
 from memvault.index import core as ix
-from memvault.recall import fusion, relevance, search
+from memvault.recall import fusion, passages, relevance, search
 from memvault.store import disk
 
 HERE = Path(__file__).resolve().parent
@@ -449,6 +454,113 @@ def analyse(run: Run, corpus: Corpus, built: Built, k: int) -> dict[str, dict[st
     return out
 
 
+# ---- shown passages: evidence held against characters shown --------------------------------------------------
+
+# (label, fill, characters per hit); "snippet" is the one-line excerpt a hit showed before `recall.passages`.
+SPANS: list[tuple[str, str, int]] = [
+    ("today: snippet line", "snippet", 0),
+    ("today: best chunk", "chunk", chunking.MAX_CHUNK_CHARS),
+    ("best chunk + neighbours, whole", "neighbours", 3 * chunking.MAX_CHUNK_CHARS),
+    *[(f"neighbour chunks {b}", "neighbours", b) for b in (1260, 2000)],
+    ("best chunks 1260", "best", 1260),
+    *[(f"excerpt {b}", "excerpt", b) for b in (840, 1010, 1260, 1500, 2000)],
+]
+SHIPPED = (passages.FILL, search.DEFAULT_OPTIONS.passage_chars)  # the fill and per-hit characters recall ships
+
+
+def flat(text: str) -> str:
+    return " ".join(text.replace(" …", " ").replace("… ", " ").split())
+
+
+def held(hit: search.Hit, shown: str, corpus: Corpus) -> set[str]:
+    """The evidence turns (dia ids) whose whole paragraph is in the text shown for `hit` (a turn note: the note)."""
+    if hit.path not in corpus.turns:
+        return set(corpus.keys.get(hit.path, frozenset())) if shown else set()
+    text = flat(shown)
+    return {dia for dia, paragraph in corpus.turns[hit.path] if flat(paragraph) in text}
+
+
+def span_curve(built: Built, corpus: Corpus, embedder: embed.Embedder, k: int, spans: list[tuple[str, str, int]]
+               ) -> dict[str, dict[str, float]]:  # fmt: skip
+    """label → evidence held by the shown passages of the top k (categories 1–4), characters shown, ms per query."""
+    texts = [q.text for q in corpus.queries]
+    vectors = dict(zip(texts, embedder.encode(texts), strict=True))
+
+    def query_vector(text: str, timeout: float) -> tuple[str, bytes]:
+        return embedder.name, vectors[text]
+
+    only = [q for q in corpus.queries if 1 <= q.category <= 4]
+    out: dict[str, dict[str, float]] = {}
+    for label, fill, chars in spans:
+        options = search.Options(k=k, fusion="adaptive", budget_ms=60_000, passage_fill=fill if fill != "snippet"
+                                 else "chunk", passage_chars=chars or chunking.MAX_CHUNK_CHARS)  # fmt: skip
+        got, shown_chars, started = 0.0, 0, time.perf_counter()
+        for q in only:
+            res = search.recall(built.index, q.text, options._replace(group=q.group), query_vector)
+            have: set[str] = set()
+            for hit in res.hits:
+                shown = hit.snippet if fill == "snippet" else hit.passage
+                shown_chars += len(shown)
+                have |= held(hit, shown, corpus) & q.targets
+            got += len(have) / len(q.targets)
+        seconds = time.perf_counter() - started
+        out[label] = {"held": got / len(only), "chars": shown_chars / len(only), "ms": 1000 * seconds / len(only),
+                      "fill": fill, "per_hit": chars}  # type: ignore[dict-item]  # fmt: skip
+    return out
+
+
+def report_spans(name: str, curve: dict[str, dict[str, float]], k: int) -> None:
+    base = curve.get("today: best chunk", {}).get("chars") or 1.0
+    rows = []
+    for label, row in curve.items():
+        mark = " (shipped)" if (row["fill"], row["per_hit"]) == SHIPPED else ""
+        rows.append([label + mark, f"{row['held']:.3f}", f"{row['chars']:,.0f}", f"{row['chars'] / base:.2f}×",
+                     f"{row['ms']:.1f}"])  # fmt: skip
+    table(f"{name}: evidence held by the shown passages of the top {k} (categories 1–4) against characters shown",
+          ["passage", f"held@{k}", "chars", "× best chunk", "ms/query"], rows)  # fmt: skip
+
+
+def span_choice(kepano: Path, embedder: embed.Embedder, work: Path, cache: Path | None) -> dict[str, Any]:
+    """The passage fills on the recall training data (kepano vault, notes longer than one passage): for each
+    positive example whose note is in the top 10 for its prompt, the share of the labelled passage's paragraphs
+    the shown passage holds; per split (dev and train choose; test is reported, never used to choose)."""
+    import recall_data
+
+    corpus = Corpus("kepano")
+    for path in sorted(kepano.rglob("*.md")):
+        rel = path.relative_to(kepano).as_posix()
+        if not rel.startswith(".") and rel not in ("LICENSE", "SOURCE.md"):
+            corpus.notes[rel] = path.read_text(encoding="utf-8")
+    built = build(corpus, work, embedder, cache, "")
+    examples = [ex for ex in recall_data.examples() if ex.source == "kepano-obsidian" and ex.label == 1
+                and ex.group in corpus.notes and len(corpus.notes[ex.group]) > 2 * len(ex.passage)]  # fmt: skip
+    vectors = dict(zip([e.prompt for e in examples], embedder.encode([e.prompt for e in examples]), strict=True))
+
+    def query_vector(text: str, timeout: float) -> tuple[str, bytes]:
+        return embedder.name, vectors[text]
+
+    out: dict[str, Any] = {}
+    for label, fill, chars in SPANS:
+        per: dict[str, list[float]] = {}
+        for ex in examples:
+            options = search.Options(k=10, budget_ms=60_000, passage_fill="chunk" if fill == "snippet" else fill,
+                                     passage_chars=chars or chunking.MAX_CHUNK_CHARS)  # fmt: skip
+            hit = next((h for h in search.recall(built.index, ex.prompt, options, query_vector).hits
+                        if h.path == ex.group), None)  # fmt: skip
+            if hit is None:
+                continue
+            shown = flat(hit.snippet if fill == "snippet" else hit.passage)
+            parts = [flat(p) for p in ex.passage.split("\n\n") if p.strip()]
+            per.setdefault(ex.split, []).append(sum(p in shown for p in parts) / len(parts))
+        out[label] = {split: (sum(v) / len(v), len(v)) for split, v in sorted(per.items())}
+    built.index.close()
+    splits = ("dev", "train", "test")
+    rows = [[label] + [f"{r[s][0]:.3f} (n={r[s][1]})" if s in r else "–" for s in splits] for label, r in out.items()]
+    table("recall training data, kepano long notes: share of the labelled passage shown (its note in the top 10)",
+          ["passage", *splits], rows)  # fmt: skip
+    return out
+
+
 # ---- experiments (monkeypatched in this process only) ------------------------------------------------------
 
 
@@ -486,7 +598,7 @@ def apply_experiments(args: argparse.Namespace) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--set", choices=("locomo", "preference", "all"), default="all")
+    parser.add_argument("--set", choices=("locomo", "preference", "spans", "all"), default="all")
     parser.add_argument("--locomo", type=Path, help="locomo10.json (default: $MEMVAULT_BENCH_DATA/locomo/)")
     parser.add_argument("--sections", default="turns,sessions", help="LoCoMo vaults: turns, sessions, observations")
     parser.add_argument("--conversations", type=int, default=0, help="only the first N LoCoMo conversations")
@@ -495,6 +607,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write every number to this file")
     parser.add_argument("--cache", type=Path, help="keep the index databases here and reuse them (default: fresh)")
     parser.add_argument("--analyse", action="store_true", help="also compare fusion variants on the candidates")
+    parser.add_argument("--kepano", type=Path, help="--set spans: the kepano vault (default: $MEMVAULT_BENCH_DATA/)")
+    parser.add_argument("--spans", choices=("all", "shipped", "none"), default="all",
+                        help="LoCoMo: the shown-passage curve for every strategy, today's and the shipped one, or none")
     parser.add_argument("--candidates", type=int, help="experiment: search.CANDIDATES per side")
     parser.add_argument("--bm25", help="experiment: bm25 column weights title,tags,heading,body,context")
     parser.add_argument("--embed-text", choices=("default", "body"), default="default",
@@ -513,6 +628,14 @@ def main(argv: list[str] | None = None) -> int:
     tag = apply_experiments(args) + (f"-context{args.context}" if args.context else "")
 
     corpora: list[Corpus] = []
+    if args.set == "spans":
+        found_kepano = bench_data.require(args.kepano, "kepano-obsidian", "--kepano", "the kepano vault")
+        embedder = embed.load()
+        with tempfile.TemporaryDirectory(prefix="memvault-bench-") as tmp:
+            result = span_choice(found_kepano, embedder, Path(tmp), args.cache)
+        if args.json:
+            args.json.write_text(json.dumps(result, indent=1), encoding="utf-8")
+        return 0
     if args.set in ("locomo", "all"):
         found = bench_data.find(args.locomo, bench_data.LOCOMO, "--locomo")
         what = ("LoCoMo (locomo10.json)", bench_data.LOCOMO, "--locomo")
@@ -561,6 +684,13 @@ def main(argv: list[str] | None = None) -> int:
                                      "pure_side_mismatches": run.mismatches}  # fmt: skip
             if args.analyse and corpus.unit == "note":
                 entry["variants"] = analyse(run, corpus, built, args.k)
+            if corpus.name.startswith("locomo") and args.spans != "none":
+                chosen = [s for s in SPANS if s[0].startswith("today") or (s[1], s[2]) == SHIPPED]
+                if not any((s[1], s[2]) == SHIPPED for s in chosen):
+                    chosen.append(("shipped", *SHIPPED))
+                spans = SPANS if args.spans == "all" and corpus.unit == "chunk" else chosen
+                entry["spans"] = span_curve(built, corpus, embedder, args.k, spans)
+                report_spans(corpus.name, entry["spans"], args.k)
             output[corpus.name] = entry
             built.index.close()
     if args.json:

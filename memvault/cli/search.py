@@ -90,13 +90,14 @@ def recall(
 
 
 def _redacted(hits: list[Any]) -> list[Any]:
-    """The hits with secret-shaped strings in their titles, headings and snippets redacted (for any reader)."""
+    """The hits with secret-shaped strings in their titles, headings, snippets and passages redacted."""
     from memvault.store import secrets
 
     def clean(text: str) -> str:
         return secrets.redact(text)[0] if text else text
 
-    return [h._replace(title=clean(h.title), heading=clean(h.heading), snippet=clean(h.snippet)) for h in hits]
+    return [h._replace(title=clean(h.title), heading=clean(h.heading), snippet=clean(h.snippet),
+                       passage=clean(h.passage)) for h in hits]  # fmt: skip
 
 
 def _match(hit: Any) -> str:
@@ -127,9 +128,20 @@ def _hook_view(prompt: str, result: Any, settings: Any, *, k: int | None, floor:
     if skipped:
         out.print(f"the prompt hook would skip this prompt: {escape(skipped)}")
         return
-    given = [h.title for h in result.hits]
+    from memvault.recall import passages
+    from memvault.store import secrets
+
+    def clean(text: str) -> str:
+        return secrets.redact(text)[0] if text else text
+
+    # the hook's own text: its k hits, each with its passage, within recall.max_context_chars
+    context, kept = passages.context([h.as_dict() for h in result.hits[: settings.k]], settings.max_context_chars,
+                                     clean)  # fmt: skip
+    given = [str(h["title"]) for h in kept]
     said = f": {escape(', '.join(given))}" if given else ""
     out.print(f"the prompt hook would inject {plural(len(given), 'entry')}{said}")
+    if context:
+        out.print(escape(context), highlight=False, soft_wrap=True)
     if not floor or (k is not None and k != settings.k):
         out.print(f"[dim](the hook recalls with the floor and k = {settings.k}: run without -k and --no-floor to see"
                   " exactly its view)[/]")  # fmt: skip

@@ -12,13 +12,14 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from memvault.recall import passages
 from memvault.store import privacy
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING (mypy reads it so) without importing typing at run time
 if TYPE_CHECKING:  # not imported at run time (the prompt path)
     from typing import Any
 
-ALWAYS_TAG, RECALL_TAG = "memoryvault-always-load", "memoryvault-recall"
+ALWAYS_TAG, RECALL_TAG = "memoryvault-always-load", passages.TAG
 ALWAYS_FOLDER = "_always-load"
 MIN_SHARE = 300  # an always-load entry cut to fit is still given at least this many characters
 TITLE_CHARS = 48  # per title in the one-line message shown to the user
@@ -123,32 +124,12 @@ def always_load_context(entries: Sequence[Loaded], max_chars: int) -> tuple[str,
 
 
 def recall_context(hits: Sequence[Mapping[str, Any]], max_chars: int) -> tuple[str, list[Mapping[str, Any]]]:
-    """The per-prompt context (path, title, snippet per hit, best first) and the hits that fit in `max_chars`.
+    """The per-prompt context (per hit, best first: its title and path, then its passage) and the hits that fit.
 
-    Hits are `recall.Hit.as_dict()` mappings (what the embedding service returns).
+    Hits are `recall.Hit.as_dict()` mappings (what the embedding service returns); the text is
+    `recall.passages.context`'s, which `memvault recall --explain` prints too.
     """
-    if not hits:
-        return "", []
-    head = (
-        f'<{RECALL_TAG} count="{{n}}">\n'
-        "Notes from the user's MemoryVault that match this prompt, most relevant first "
-        "(read the file for the full note):\n"
-    )
-    tail = f"</{RECALL_TAG}>"
-    lines: list[str] = []
-    used = len(head) + len(tail) + 8
-    kept: list[Mapping[str, Any]] = []
-    for hit in hits:
-        where = f"{hit['path']} › {hit['heading']}" if hit.get("heading") else hit["path"]
-        line = redact(f"- {hit['title']} ({where}): {' '.join(str(hit.get('snippet', '')).split())}\n")
-        if used + len(line) > max_chars:
-            break
-        lines.append(line)
-        kept.append(hit)
-        used += len(line)
-    if not kept:
-        return "", []
-    return head.format(n=len(kept)) + "".join(lines) + tail, kept
+    return passages.context(hits, max_chars, redact)
 
 
 def titles(names: Sequence[str], limit: int = 5) -> str:

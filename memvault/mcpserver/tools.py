@@ -20,6 +20,7 @@ from typing import Any
 from memvault import config as config_mod
 from memvault.errors import MemvaultError
 from memvault.index.schema import place
+from memvault.recall import passages
 from memvault.reflect import review
 from memvault.store import disk, model, notes, privacy, risk, safety, secrets
 from memvault.store.model import ALWAYS_LOAD, INBOX, REVIEW, NoteFile
@@ -72,11 +73,12 @@ def recall(vault: Vault, query: str, k: int | None = None, group: str | None = N
     shown = " ".join(query.split())[:80]
     if not result.hits:
         return redact(f"No MemoryVault notes match {shown!r}."), []
-    lines = [f"MemoryVault notes for {shown!r} (most relevant first; `show` gives a whole note):"]
-    for hit in result.hits:
-        where = f"{hit.path} › {hit.heading}" if hit.heading else hit.path
-        lines.append(f"- {hit.title} ({where}): {' '.join(privacy.strip_private(hit.snippet).split())}")
-    return redact("\n".join(lines)), [h.path for h in result.hits]
+    lines = [f"MemoryVault notes for {shown!r} (most relevant first, each with the passage the prompt hook would "
+             "show; `show` gives a whole note):"]  # fmt: skip
+    for hit in result.hits:  # as the hook gives them (`recall.passages`), not cut to its context's size
+        text = privacy.strip_private(hit.passage or hit.snippet)
+        lines.append(passages.entry(hit.title, hit.path, hit.heading, text))
+    return redact("".join(lines)), [h.path for h in result.hits]
 
 
 def show(vault: Vault, path: str) -> str:
