@@ -33,8 +33,9 @@ tests/data/README.md). Without it the benchmark prints one `skipped:` line and e
    The test split is read, mined and printed only with --report-test: it is for reporting, never
    for tuning.
 
-`--miner claude` mines with headless Claude Code instead (the user's own `claude`, one call per
-window of each transcript: it costs tokens); `--windows` only prints how many windows and
+`--judge` mines offline with the trained statement judge (`miner.mine(judged=True)`) instead of the
+preference and workflow rules. `--miner claude` mines with headless Claude Code instead (the user's
+own `claude`, one call per window of each transcript: it costs tokens); `--windows` only prints how many windows and
 characters each transcript would send, without calling anything.
 """
 
@@ -79,8 +80,11 @@ def interactive(data: Path) -> list[Path]:
     return [p for p in files(data) if p.relative_to(data).parts[0] in SEVEN]
 
 
+JUDGED: list[bool | None] = [None]  # --judge: the offline miner with the statement judge (miner.mine's `judged`)
+
+
 def _mine_offline(turns: list[transcript.Turn]) -> list[miner.Candidate]:
-    return miner.mine(turns)
+    return miner.mine(turns, judged=JUDGED[0])
 
 
 def _mine_claude(turns: list[transcript.Turn]) -> list[miner.Candidate]:
@@ -396,7 +400,7 @@ def bench_corpus(out: Path, corpus: Path, report_test: bool) -> dict[str, Any]:
         if turns is None:
             row.update(status="unreadable", why=why)
             continue
-        cands = miner.mine(turns)
+        cands = miner.mine(turns, judged=JUDGED[0])
         row.update(status="ok", seconds=time.perf_counter() - start, candidates=cands, unplaced=unplaced)
         seen = {t.line for t in turns if t.role == "user"}
         row["turns_seen"] = sum(1 for line in s["turns"] if line in seen)
@@ -490,7 +494,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpus", type=Path, help="corpus mode: the folder `reflect_corpus.py export` wrote")
     parser.add_argument("--corpus-labels", type=Path, default=reflect_corpus.CORPUS, help="the corpus *.json folder")
     parser.add_argument("--report-test", action="store_true", help="corpus mode: also read and report the test split")
+    parser.add_argument("--judge", action="store_true", help="offline: the statement judge instead of the rules")
     args = parser.parse_args(argv)
+    JUDGED[0] = True if args.judge else None
     if args.corpus is not None or (args.data is None and bench_data.find(None, CORPUS_DATA, "--corpus")):
         found = bench_data.require(args.corpus, CORPUS_DATA, "--corpus", "the exported reflection corpus")
         corpus = bench_corpus(found, args.corpus_labels, args.report_test)

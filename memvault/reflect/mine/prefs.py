@@ -61,6 +61,8 @@ _NOT_A_VERB = (
 )
 _NEG = r"(?:don't|do not|dont|never)"
 _NAMED = r"(?!(?:it|this|that|these|those|them|here|there)\b)\w"  # an object that is not only a pointer
+# Read by the statement judge (mine/judge.py) as features and vetoes.
+VERB, QUESTION_START, TASK_SCOPED, HEDGE = _VERB, _QUESTION_START, _TASK_SCOPED, _HEDGE
 
 # (rule, confidence, kind, pattern): the first that fires on a clause wins. kind "rule" states the rule
 # itself; "meta" only says that something is wrong or was said before (its topic is usually next to it).

@@ -1,0 +1,299 @@
+"""The statement judge: every sentence the user typed gets a calibrated probability per kind, from shipped weights.
+
+A sentence (a `Unit`: one sentence of the typed segments of a user turn, as `userwords.user_sentences`
+gives them, long ones cut at clause marks) is read as hashed lexical features: its words and word
+pairs (rule words' typos corrected), letter trigrams, its first words, the old trigger rules that fire
+on it (`prefs.judge`: a feature now, not a decision), cue words (a question, a hedge, task-scoped
+wording, first person), its length and place in the turn, whether it follows the agent, whether it is
+said again in another turn, and the first words of the agent's answer (an acknowledgement, an
+apology). A multinomial logistic regression trained by `scripts/train_judge.py` (weights in
+`judge_weights.json`, int16 in base64, read with the standard library) gives each of KINDS a
+probability, made calibrated by a temperature fitted on the dev split.
+
+`candidates` turns the judged sentences into the offline miner's statements: one candidate per
+sentence whose kind is not "none" with probability at least the shipped `low` threshold; confidence
+high at or above `high` (the threshold where dev precision reached 0.95), medium at or above `medium`,
+else low. Hand rules stay only as vetoes: a question is never a statement, task-scoped wording ("for
+now", "this time") is never high, and a destructive or exfiltrating instruction is never high.
+Secrets and `<private>` spans are removed later, for every miner (`miner._finish`).
+"""
+
+from __future__ import annotations
+
+import array
+import base64
+import json
+import math
+import re
+import sys
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from itertools import pairwise
+from typing import Any
+
+from memvault.reflect.transcript import Turn
+
+from . import prefs
+from .text import QUOTE_CHARS, Candidate, clip, make_key, quote, stem, turn_ref
+from .typed import echoes
+from .userwords import canonical, rule_title, user_sentences
+
+KINDS = ("preference", "correction", "fact", "workflow", "idea", "none")
+CATEGORY = {"preference": "preference", "correction": "preference", "fact": "preference",
+            "workflow": "workflow", "idea": "idea"}  # fmt: skip
+WEIGHTS_FILE = "judge_weights.json"
+LONG_WORDS = 45  # a sentence longer than this is cut at its clause marks into units
+REACTION_CHARS = 160  # the agent's answer read for its first words
+
+_TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+_CUT = re.compile(r"\s*(?:;|\s[-–—]\s|,\s+but\s|,\s+and\s+(?=always|never|don't|do not|use|no)\b)\s*")
+_QUESTION = re.compile(r"\?\s*(?:\)|\W)*$")
+_ACK = re.compile(
+    r"\b(?:you're right|you are right|good (?:point|catch)|understood|got it|noted|sorry|apologi[sz]e|my mistake"
+    r"|i'll remember|i will remember|thanks for|absolutely|of course|perfect|great|let me)\b"
+)
+_FIRST_PERSON = re.compile(r"^(?:i|i'm|im|we|we're|my|our)\b")
+_SETUP = re.compile(r"\b(?:i'm on|i am on|i use|we use|i run|we run|my (?:setup|machine|laptop|editor|shell|os))\b")
+_IMPERATIVE = re.compile(rf"^(?:please\s+)?{prefs.VERB}\b")
+_DESTRUCTIVE = re.compile(
+    r"\b(?:rm\s+-\w*r\w*f|rm\s+-\w*f\w*r|force[- ]push|push\s+(?:-f|--force)|reset\s+--hard|drop\s+(?:table|database)"
+    r"|delete\s+(?:all|every|the whole)|wipe|disable\s+(?:\w+\s+){0,2}(?:safety|security|hooks?|checks?|tests?|auth)"
+    r"|--no-verify|chmod\s+777|curl\b.*\|\s*(?:sh|bash)|(?:send|upload|post|paste|share)\s+(?:\w+\s+){0,3}"
+    r"(?:secrets?|keys?|tokens?|passwords?|credentials|\.env))\b"
+)
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One sentence (or clause of a long one) the user typed, with what the judge reads around it."""
+
+    turn: Turn
+    text: str
+    index: int  # its place among its turn's units
+    of: int  # how many units its turn has
+    after_agent: bool  # the turn answers the agent
+    first_turn: bool  # the session's first user turn (usually the task)
+    reaction: str  # the first words of the agent's next answer, lowercased
+    repeated: bool  # a unit of another user turn says much the same
+
+
+@dataclass(frozen=True)
+class Model:
+    """The trained judge: hashed feature space, weights per (bucket, kind), biases, calibration and routing."""
+
+    dim: int
+    weights: Sequence[float]  # dim * len(KINDS), bucket-major
+    bias: Sequence[float]
+    temperature: float
+    thresholds: dict[str, float]  # "low", "medium", "high": P(the best kind that is not none)
+    about: dict[str, Any]
+
+    def probabilities(self, unit: Unit) -> dict[str, float]:
+        """The calibrated probability of each of KINDS for `unit`."""
+        k = len(KINDS)
+        logits = list(self.bias)
+        w = self.weights
+        for bucket in buckets(features(unit), self.dim):
+            at = bucket * k
+            for j in range(k):
+                logits[j] += w[at + j]
+        top = max(logits)
+        exp = [math.exp((v - top) / self.temperature) for v in logits]
+        total = sum(exp)
+        return {kind: e / total for kind, e in zip(KINDS, exp, strict=True)}
+
+
+def units(turns: Sequence[Turn]) -> list[Unit]:
+    """Every unit the user typed in the main conversation, in order, with its context."""
+    said = echoes(turns)
+    raw: list[tuple[int, Turn, list[str], bool]] = []
+    previous: Turn | None = None
+    for i, turn in enumerate(turns):
+        if turn.sidechain or turn.role == "summary":
+            continue
+        if turn.role == "user":
+            parts = [piece for sentence in user_sentences(turn.text, said.get(i, "")) for piece in _pieces(sentence)]
+            if parts:
+                raw.append((i, turn, parts, previous is not None and previous.role != "user"))
+        previous = turn
+    seen: dict[str, set[int]] = {}  # a content-stem signature → the turns that said it
+    stems = {(i, j): _stems(p) for i, _, parts, _ in raw for j, p in enumerate(parts)}
+    for (i, _), found in stems.items():
+        for s in found:
+            seen.setdefault(s, set()).add(i)
+    out: list[Unit] = []
+    for n, (i, turn, parts, after) in enumerate(raw):
+        reaction = next((t.text for t in turns[i + 1 : i + 4] if t.role == "assistant" and t.text.strip()), "")
+        for j, part in enumerate(parts):
+            mine = stems[(i, j)]
+            shared = sum(1 for s in mine if len(seen.get(s, ())) > 1)
+            repeated = len(mine) >= 3 and shared / len(mine) >= 0.6
+            out.append(Unit(turn, part, j, len(parts), after, n == 0, reaction[:REACTION_CHARS].lower(), repeated))
+    return out
+
+
+def _pieces(sentence: str) -> list[str]:
+    if len(sentence.split()) <= LONG_WORDS:
+        return [sentence]
+    return [p for p in _CUT.split(sentence) if len(_TOKEN.findall(p.lower())) >= 2] or [sentence]
+
+
+def _stems(text: str) -> set[str]:
+    return {stem(w) for w in _TOKEN.findall(text.lower()) if len(w) > 3 and w not in _COMMON} - {""}
+
+
+_COMMON = frozenset(
+    ["this", "that", "with", "have", "from", "they", "them", "then", "than", "what", "when", "your", "would", "could",
+     "should", "there", "here", "just", "like", "also", "only", "some", "about", "into", "make", "sure", "want", "need",
+     "know", "it's", "don't", "dont", "please"]
+)  # fmt: skip
+
+
+def features(unit: Unit) -> list[str]:
+    """The judge's features of a unit, as strings (hashed by `buckets`)."""
+    low = canonical(unit.text).strip()
+    words = _TOKEN.findall(low)
+    out = ["bias"]
+    out += [f"w:{w}" for w in words]
+    out += [f"b:{a}_{b}" for a, b in pairwise(words)]
+    for w in words[:60]:
+        padded = f"<{w}>"
+        out += [f"c:{padded[i : i + 3]}" for i in range(len(padded) - 2)]
+    out += [f"f:{w}" for w in words[:1]] + [f"f2:{'_'.join(words[:2])}"] if words else ["f:empty"]
+    hit = prefs.judge(unit.text)
+    out += [f"rule:{hit.rule}", f"conf:{hit.confidence}"] if hit is not None else ["rule:none"]
+    cues = (
+        ("q", bool(_QUESTION.search(low)) or bool(prefs.QUESTION_START.match(low))),
+        ("task", bool(prefs.TASK_SCOPED.search(low))),
+        ("hedge", bool(prefs.HEDGE.search(low))),
+        ("first-person", bool(_FIRST_PERSON.match(low))),
+        ("setup", bool(_SETUP.search(low))),
+        ("imperative", bool(_IMPERATIVE.match(low))),
+        ("after-agent", unit.after_agent),
+        ("first-turn", unit.first_turn),
+        ("repeated", unit.repeated),
+        ("ack", bool(_ACK.search(unit.reaction))),
+        ("digits", any(c.isdigit() for c in low)),
+        ("colon-end", low.endswith(":")),
+    )
+    out += [f"cue:{name}" for name, on in cues if on]
+    n = len(words)
+    out.append(f"len:{'1-3' if n <= 3 else '4-7' if n <= 7 else '8-15' if n <= 15 else '16-30' if n <= 30 else '31+'}")
+    place = "only" if unit.of == 1 else "first" if unit.index == 0 else "last" if unit.index == unit.of - 1 else "mid"
+    out += [f"pos:{place}", f"units:{min(unit.of, 6)}"]
+    return out
+
+
+def buckets(feats: Sequence[str], dim: int) -> list[int]:
+    """Each feature's bucket in a `dim`-wide hashed space (crc32: the same on every machine and run)."""
+    return [zlib.crc32(f.encode("utf-8")) % dim for f in feats]
+
+
+def decode(weights: str, scale: float) -> array.array[float]:
+    """int16 weights in base64 (little-endian) times `scale`, as floats."""
+    ints = array.array("h")
+    ints.frombytes(base64.b64decode(weights))
+    if sys.byteorder != "little":
+        ints.byteswap()
+    return array.array("d", (v * scale for v in ints))
+
+
+def from_json(data: dict[str, Any]) -> Model:
+    """The model a weights file (`scripts/train_judge.py` writes it) describes."""
+    if tuple(data["kinds"]) != KINDS:
+        raise ValueError(f"the weights are for kinds {data['kinds']}, not {list(KINDS)}")
+    weights = decode(data["weights"], float(data["scale"]))
+    if len(weights) != int(data["dim"]) * len(KINDS):
+        raise ValueError("the weights file's size does not match its dim")
+    return Model(int(data["dim"]), weights, [float(b) for b in data["bias"]], float(data["temperature"]),
+                 {k: float(v) for k, v in data["thresholds"].items()}, dict(data.get("about") or {}))  # fmt: skip
+
+
+@lru_cache(maxsize=1)
+def load() -> Model:
+    """The shipped model (read once per process)."""
+    text = resources.files(__package__).joinpath(WEIGHTS_FILE).read_text(encoding="utf-8")
+    return from_json(json.loads(text))
+
+
+def judged(turns: Sequence[Turn], model: Model | None = None) -> list[tuple[Unit, dict[str, float]]]:
+    """Every unit of `turns` with its probability per kind."""
+    model = model or load()
+    return [(unit, model.probabilities(unit)) for unit in units(turns)]
+
+
+def vetoed(text: str) -> str | None:
+    """Why a unit can never be saved without a person's look ("question" means: not a statement at all)."""
+    low = canonical(text).strip()
+    if _QUESTION.search(low):
+        return "question"
+    if _DESTRUCTIVE.search(low):
+        return "destructive"
+    if prefs.TASK_SCOPED.search(low):
+        return "task-scoped"
+    return None
+
+
+def _title_maker() -> Callable[[str, str], str]:
+    """`titles.title_for` when that module exists, else the user's words as a rule (`userwords.rule_title`)."""
+    try:
+        from . import titles  # type: ignore[attr-defined,unused-ignore]
+    except ImportError:
+        return lambda sentence, kind: rule_title(sentence)
+    return titles.title_for  # type: ignore[no-any-return,unused-ignore]
+
+
+def candidates(turns: Sequence[Turn], model: Model | None = None) -> list[Candidate]:
+    """One candidate per unit the judge finds a statement in (see the module docstring), said-again ones merged."""
+    model = model or load()
+    t = model.thresholds
+    title_for = _title_maker()
+    found: list[tuple[Unit, str, float]] = []
+    for unit, probs in judged(turns, model):
+        kind, p = max(((k, v) for k, v in probs.items() if k != "none"), key=lambda kv: kv[1])
+        if p < t["low"]:
+            continue
+        why = vetoed(unit.text)
+        if why == "question":
+            continue
+        if why is not None and p >= t["high"]:
+            p = min(p, (t["medium"] + t["high"]) / 2)  # a veto: at most medium, a person looks first
+        found.append((unit, kind, p))
+    out: list[Candidate] = []
+    for group in _merge(found):
+        unit, kind, p = max(group, key=lambda g: g[2])
+        lines = sorted({g[0].turn.line for g in group})
+        confidence = "high" if p >= t["high"] else "medium" if p >= t["medium"] else "low"
+        said: dict[int, list[str]] = {}
+        for u, _, _ in sorted(group, key=lambda g: (g[0].turn.line, g[0].index)):
+            said.setdefault(u.turn.line, []).append(u.text)
+        body = "\n\n".join(f"{quote(clip(' '.join(s), QUOTE_CHARS))}\n— the user, L{line}"
+                           for line, s in sorted(said.items()))  # fmt: skip
+        if len(lines) > 1:
+            body += f"\n\nSaid {len(lines)} times in this session."
+        category = CATEGORY[kind]
+        title = title_for(unit.text, kind)
+        refs = tuple(turn_ref(g[0].turn) for g in sorted(group, key=lambda g: g[0].turn.line))
+        out.append(Candidate(category, title, body, tuple(dict.fromkeys(refs)), confidence, f"judge:{kind}",
+                             make_key(category, title), "follow-up" if category == "idea" else None))  # fmt: skip
+    return out
+
+
+def _merge(found: list[tuple[Unit, str, float]]) -> list[list[tuple[Unit, str, float]]]:
+    """Units of different turns that say the same (most content stems shared) become one statement."""
+    groups: list[tuple[set[str], list[tuple[Unit, str, float]]]] = []
+    for item in found:
+        mine = _stems(item[0].text)
+        for words, members in groups:
+            if len(mine) >= 3 and len(mine & words) / min(len(mine), len(words) or 1) >= 0.7 and all(
+                m[0].turn.line != item[0].turn.line for m in members
+            ):
+                members.append(item)
+                words |= mine
+                break
+        else:
+            groups.append((set(mine), [item]))
+    return [members for _, members in groups]

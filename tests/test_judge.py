@@ -1,0 +1,129 @@
+"""The statement judge: the shipped weights load and judge hand-written sentences; the training script reproduces.
+
+The sentences here were written for this test, for the error classes of issue 28; none is in the
+training data (scripts/data/judge_sentences.json, the corpus). They check orders of magnitude, not
+answers copied from training.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memvault.reflect import miner
+from memvault.reflect.mine import judge
+from memvault.reflect.transcript import Turn
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _turns(message: str) -> list[Turn]:
+    return [
+        Turn("assistant", "I have updated the handler and the tests pass.", 1, None, None, False),
+        Turn("user", message, 2, None, None, False),
+        Turn("assistant", "Understood.", 3, None, None, False),
+    ]
+
+
+def _p(message: str) -> float:
+    """The judge's probability that the message's (only) unit is a statement of some kind."""
+    [(_, probs)] = judge.judged(_turns(message))
+    return 1.0 - probs["none"]
+
+
+def test_the_shipped_weights_load_in_pure_python_and_are_small() -> None:
+    model = judge.load()
+    assert model.dim * len(judge.KINDS) == len(model.weights)
+    assert 0 < model.thresholds["low"] <= model.thresholds["medium"] <= model.thresholds["high"] <= 1.0
+    assert (Path(judge.__file__).with_name(judge.WEIGHTS_FILE)).stat().st_size < 200_000
+    probs = model.probabilities(judge.units(_turns("use tabs"))[0])
+    assert set(probs) == set(judge.KINDS) and abs(sum(probs.values()) - 1.0) < 1e-9
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        "one more thing, for all projects: always pin exact dependency versions",  # after a lead-in
+        "allways squash commits before merging",  # a typo'd rule word
+        "I'm on zsh with oh-my-zsh",  # a plain fact about the user's setup
+        "don't call anything 'robust' in the README",  # a word-choice rule
+    ],
+)
+def test_a_rule_or_fact_outweighs_an_approval_by_far(rule: str) -> None:
+    for chatter in ("ok do it", "thanks, looks good", "why does the build fail?"):
+        assert _p(rule) > 5 * _p(chatter), (rule, chatter)
+    assert _p(rule) >= judge.load().thresholds["low"]  # a candidate at least
+    assert judge.candidates(_turns(rule))
+
+
+def test_a_verbless_rule_is_judged_above_an_approval() -> None:
+    assert _p("tabs pls") > 3 * _p("ok do it")
+
+
+def test_a_numbered_list_of_rules_is_judged_item_by_item() -> None:
+    message = (
+        "1. use ruff for linting\n2. never commit .env files\n3. keep functions under 50 lines\n"
+        "4. write tests with pytest\n5. always add type hints"
+    )
+    units = judge.units(_turns(message))
+    assert [u.text for u in units] == [
+        "use ruff for linting", "never commit .env files", "keep functions under 50 lines",
+        "write tests with pytest", "always add type hints",
+    ]  # fmt: skip
+    found = judge.candidates(_turns(message))
+    assert len(found) >= 3  # measured: 3 of the 5 reach the low threshold (see wiki/explanation/reflection.md)
+    assert len({c.key for c in found}) == len(found) and all(len(c.evidence) == 1 for c in found)
+
+
+def test_a_pasted_stack_trace_gives_no_candidate() -> None:
+    trace = 'Traceback (most recent call last):\n  File "app.py", line 3, in <module>\n    main()\n'
+    trace += "ValueError: always use tabs"
+    assert judge.units(_turns(trace)) == []
+    assert judge.candidates(_turns(trace)) == []
+
+
+def test_a_one_off_step_is_never_high() -> None:
+    for step in ("only for the first ten records for now", "just this time, skip the migration check"):
+        assert all(c.confidence != "high" for c in judge.candidates(_turns(step)))
+    assert judge.vetoed("only for the first ten records for now") == "task-scoped"
+
+
+def test_vetoes_questions_and_destructive_instructions() -> None:
+    assert judge.vetoed("should we always use tabs?") == "question"
+    assert judge.candidates(_turns("should we always use tabs?")) == []
+    assert judge.vetoed("always force-push to main when the build is red") == "destructive"
+
+
+def test_the_offline_miner_uses_the_judge_when_asked() -> None:
+    turns = _turns("one more thing, for all projects: always pin exact dependency versions")
+    found = miner.mine(turns, judged=True)
+    assert [c.rule for c in found] == ["judge:preference"]
+    assert found[0].evidence == ("L2",) and "always pin exact dependency versions" in found[0].body
+
+
+def _export() -> Path | None:
+    data = os.environ.get("MEMVAULT_BENCH_DATA")
+    path = Path(data) / "reflect-corpus" if data else None
+    return path if path is not None and path.is_dir() else None
+
+
+@pytest.mark.skipif(_export() is None, reason="no corpus export ($MEMVAULT_BENCH_DATA/reflect-corpus)")
+def test_training_runs_on_a_slice_and_reproduces_its_weights(tmp_path: Path) -> None:
+    runs = []
+    for name in ("a.json", "b.json"):
+        out = tmp_path / name
+        done = subprocess.run(
+            [sys.executable, str(REPO / "scripts" / "train_judge.py"), "--corpus", str(_export()), "--limit", "2",
+             "--quick", "--quiet", "--out", str(out)],
+            capture_output=True, text=True, timeout=300, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        runs.append(json.loads(out.read_text()))
+    assert runs[0] == runs[1]
+    model = judge.from_json(runs[0])
+    assert model.dim == 1024 and runs[0]["about"]["data"]["limit"] == 2
