@@ -7,6 +7,7 @@ answers copied from training.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -91,6 +92,16 @@ def test_a_one_off_step_is_never_high() -> None:
     for step in ("only for the first ten records for now", "just this time, skip the migration check"):
         assert all(c.confidence != "high" for c in judge.candidates(_turns(step)))
     assert judge.vetoed("only for the first ten records for now") == "task-scoped"
+
+
+def test_a_vetoed_unit_is_at_most_medium_whatever_its_probability() -> None:
+    # with every threshold at 0 every unit would be HIGH: the veto alone keeps the one-off step and the
+    # destructive instruction for a person to look at
+    model = dataclasses.replace(judge.load(), thresholds={"low": 0.0, "medium": 0.0, "high": 0.0})
+    rule = "always pin exact dependency versions"
+    assert [c.confidence for c in judge.candidates(_turns(rule), model)] == ["high"]
+    for vetoed in ("only for the first ten records for now", "always force-push to main when the build is red"):
+        assert [c.confidence for c in judge.candidates(_turns(vetoed), model)] == ["medium"], vetoed
 
 
 def test_vetoes_questions_and_destructive_instructions() -> None:

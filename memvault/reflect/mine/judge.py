@@ -251,7 +251,7 @@ def candidates(turns: Sequence[Turn], model: Model | None = None) -> list[Candid
     model = model or load()
     t = model.thresholds
     title_for = _title_maker()
-    found: list[tuple[Unit, str, float]] = []
+    found: list[tuple[Unit, str, float, bool]] = []
     for unit, probs in judged(turns, model):
         kind, p = max(((k, v) for k, v in probs.items() if k != "none"), key=lambda kv: kv[1])
         if p < t["low"]:
@@ -259,16 +259,14 @@ def candidates(turns: Sequence[Turn], model: Model | None = None) -> list[Candid
         why = vetoed(unit.text)
         if why == "question":
             continue
-        if why is not None and p >= t["high"]:
-            p = min(p, (t["medium"] + t["high"]) / 2)  # a veto: at most medium, a person looks first
-        found.append((unit, kind, p))
+        found.append((unit, kind, p, why is not None))  # a veto: at most medium, a person looks first
     out: list[Candidate] = []
     for group in _merge(found):
-        unit, kind, p = max(group, key=lambda g: g[2])
+        unit, kind, p, vetoed_unit = max(group, key=lambda g: g[2])
         lines = sorted({g[0].turn.line for g in group})
-        confidence = "high" if p >= t["high"] else "medium" if p >= t["medium"] else "low"
+        confidence = "high" if p >= t["high"] and not vetoed_unit else "medium" if p >= t["medium"] else "low"
         said: dict[int, list[str]] = {}
-        for u, _, _ in sorted(group, key=lambda g: (g[0].turn.line, g[0].index)):
+        for u, *_ in sorted(group, key=lambda g: (g[0].turn.line, g[0].index)):
             said.setdefault(u.turn.line, []).append(u.text)
         body = "\n\n".join(f"{quote(clip(' '.join(s), QUOTE_CHARS))}\n— the user, L{line}"
                            for line, s in sorted(said.items()))  # fmt: skip
@@ -282,9 +280,9 @@ def candidates(turns: Sequence[Turn], model: Model | None = None) -> list[Candid
     return out
 
 
-def _merge(found: list[tuple[Unit, str, float]]) -> list[list[tuple[Unit, str, float]]]:
+def _merge(found: list[tuple[Unit, str, float, bool]]) -> list[list[tuple[Unit, str, float, bool]]]:
     """Units of different turns that say the same (most content stems shared) become one statement."""
-    groups: list[tuple[set[str], list[tuple[Unit, str, float]]]] = []
+    groups: list[tuple[set[str], list[tuple[Unit, str, float, bool]]]] = []
     for item in found:
         mine = _stems(item[0].text)
         for words, members in groups:
