@@ -263,7 +263,7 @@ class Run:
 def run_queries(built: Built, corpus: Corpus, embedder: embed.Embedder, modes: Sequence[str], k: int) -> Run:
     texts = [q.text for q in corpus.queries]
     started = time.perf_counter()
-    vectors = dict(zip(texts, embedder.encode(texts), strict=True))
+    vectors = dict(zip(texts, embedder.encode_query(texts), strict=True))
     seconds = {"query_embed_s": time.perf_counter() - started}
 
     def query_vector(text: str, timeout: float) -> tuple[str, bytes]:
@@ -484,7 +484,7 @@ def span_curve(built: Built, corpus: Corpus, embedder: embed.Embedder, k: int, s
                ) -> dict[str, dict[str, float]]:  # fmt: skip
     """label → evidence held by the shown passages of the top k (categories 1–4), characters shown, ms per query."""
     texts = [q.text for q in corpus.queries]
-    vectors = dict(zip(texts, embedder.encode(texts), strict=True))
+    vectors = dict(zip(texts, embedder.encode_query(texts), strict=True))
 
     def query_vector(text: str, timeout: float) -> tuple[str, bytes]:
         return embedder.name, vectors[text]
@@ -534,7 +534,7 @@ def span_choice(kepano: Path, embedder: embed.Embedder, work: Path, cache: Path 
     built = build(corpus, work, embedder, cache, "")
     examples = [ex for ex in recall_data.examples() if ex.source == "kepano-obsidian" and ex.label == 1
                 and ex.group in corpus.notes and len(corpus.notes[ex.group]) > 2 * len(ex.passage)]  # fmt: skip
-    vectors = dict(zip([e.prompt for e in examples], embedder.encode([e.prompt for e in examples]), strict=True))
+    vectors = dict(zip([e.prompt for e in examples], embedder.encode_query([e.prompt for e in examples]), strict=True))
 
     def query_vector(text: str, timeout: float) -> tuple[str, bytes]:
         return embedder.name, vectors[text]

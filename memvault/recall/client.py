@@ -147,8 +147,10 @@ def _decode(reply: dict[str, Any], count: int) -> Embedded | None:
     return Embedded(model, dim, vectors)
 
 
-def embed(texts: list[str], *, timeout: float = 0.25) -> Embedded | None:
-    """Vectors for `texts` from the running service, or None (never an exception) within `timeout` seconds."""
+def embed(texts: list[str], *, timeout: float = 0.25, query: bool = False) -> Embedded | None:
+    """Vectors for `texts` from the running service, or None (never an exception) within `timeout` seconds.
+
+    `query`: the texts are queries (the service applies the default model's query adapter)."""
     deadline = time.monotonic() + timeout
     info = read_info()
     if info is None:
@@ -156,7 +158,7 @@ def embed(texts: list[str], *, timeout: float = 0.25) -> Embedded | None:
     batches = [texts[i : i + MAX_TEXTS] for i in range(0, len(texts), MAX_TEXTS)] or [[]]
     result: Embedded | None = None
     for batch in batches:
-        reply = _request(info, {"op": "embed", "texts": list(batch)}, deadline)
+        reply = _request(info, {"op": "embed", "texts": list(batch), **({"query": True} if query else {})}, deadline)
         part = _decode(reply, len(batch)) if reply is not None else None
         if part is None:
             return None
@@ -174,7 +176,7 @@ def query_vector(text: str, timeout: float) -> tuple[str, bytes] | None:
 
     recall() compares the model with the index's, so vector spaces never mix.
     """
-    reply = embed([text], timeout=timeout)
+    reply = embed([text], timeout=timeout, query=True)
     return (reply.model, reply.vectors[0]) if reply is not None and reply.vectors else None
 
 

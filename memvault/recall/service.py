@@ -277,7 +277,7 @@ class Server:
             return _error("bad token"), None
         op = request.get("op")
         if op == "embed":
-            return self._embed(request.get("texts")), None
+            return self._embed(request.get("texts"), query=request.get("query") is True), None
         if op == "recall":
             return self._recall(request), None
         if op == "status":
@@ -294,13 +294,13 @@ class Server:
                 return _error(f"{op} failed: {type(exc).__name__}"), None
         return _error(f"unknown op {op!r}"), None
 
-    def _embed(self, texts: Any) -> dict[str, Any]:
+    def _embed(self, texts: Any, *, query: bool = False) -> dict[str, Any]:
         if not isinstance(texts, list) or not all(isinstance(text, str) for text in texts):
             return _error("texts must be a list of strings")
         if len(texts) > MAX_TEXTS:
             return _error(f"at most {MAX_TEXTS} texts per request")
         try:
-            vectors = self.encode(texts)
+            vectors = self.encode_query(texts) if query else self.encode(texts)
         except Exception as exc:  # reported to the client, the service keeps serving
             log(f"encode failed: {type(exc).__name__}: {exc}")
             return _error(f"encode failed: {type(exc).__name__}")
@@ -390,9 +390,14 @@ class Server:
                 vectors[i] = vector
         return vectors
 
-    def _query_vector(self, text: str, timeout: float) -> tuple[str, bytes]:
+    def encode_query(self, texts: list[str]) -> list[bytes]:
+        """Query vectors (through the default model's query adapter): a few at once, ahead of any batch."""
+        encode = getattr(self.embedder, "encode_query", self.embedder.encode)  # a stand-in may have no query form
         with self.turns.turn(urgent=True):
-            return self.embedder.name, self.embedder.encode([text], threads=THREADS)[0]
+            return list(encode(texts, threads=THREADS))
+
+    def _query_vector(self, text: str, timeout: float) -> tuple[str, bytes]:
+        return self.embedder.name, self.encode_query([text])[0]
 
     def _served(self) -> None:
         with self.stats_lock:

@@ -1,0 +1,139 @@
+"""The shipped query adapter: loaded with the default model, applied to queries only, better on dev, reproducible."""
+
+from __future__ import annotations
+
+import sys
+from argparse import Namespace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memvault.index import adapter, embed
+from memvault.recall import client, service
+
+SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+sys.path.insert(0, str(SCRIPTS))
+import recall_data  # noqa: E402
+import train_adapter  # noqa: E402
+
+needs_model = pytest.mark.skipif(not embed.available(), reason="sentence-transformers is not installed")
+
+
+def vectors(blobs: list[bytes]) -> np.ndarray:
+    return np.stack([np.frombuffer(blob, dtype="<f4") for blob in blobs])
+
+
+def test_the_shipped_map_is_a_package_file_of_the_model_s_size() -> None:
+    matrix = adapter.load(384)
+    assert adapter.MAP_FILE.stat().st_size < 600_000
+    assert matrix.dtype == np.float32 and not np.allclose(matrix, np.eye(384))
+    pyproject = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text(encoding="utf-8")
+    assert '"memvault.index" = ["query_map.npy"]' in pyproject  # shipped in the wheel, no download
+
+
+def test_a_map_that_does_not_fit_is_a_clear_error(tmp_path: Path) -> None:
+    np.save(tmp_path / "small.npy", np.eye(8, dtype=np.float32))
+    with pytest.raises(adapter.AdapterError, match=r"shape \(8, 8\), not \(384, 384\)") as caught:
+        adapter.load(384, tmp_path / "small.npy")
+    assert caught.value.code == "query_adapter_invalid"
+    (tmp_path / "junk.npy").write_bytes(b"not a matrix")
+    with pytest.raises(adapter.AdapterError, match="cannot read"):
+        adapter.load(384, tmp_path / "junk.npy")
+
+
+def test_the_switch_reads_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(adapter.ENV, raising=False)
+    assert adapter.enabled()
+    for off in ("off", "0", "OFF ", "false"):
+        monkeypatch.setenv(adapter.ENV, off)
+        assert not adapter.enabled()
+
+
+@needs_model
+def test_the_default_model_maps_queries_and_leaves_notes_as_they_were(embedder: embed.Embedder) -> None:
+    texts = ["write a long summary of the meeting", "install the dependencies"]
+    assert embedder.name == embed.DEFAULT_NAME and embedder.query_map is not None
+    notes = vectors(embedder.encode(texts))
+    raw = embedder.model.encode(texts, normalize_embeddings=True, convert_to_numpy=True)
+    assert np.allclose(notes, raw, atol=1e-6)  # documents: the stock vectors, so no re-embedding
+    queries = vectors(embedder.encode_query(texts))
+    expected = notes @ adapter.load(384).T
+    expected /= np.linalg.norm(expected, axis=1, keepdims=True)
+    assert np.allclose(queries, expected, atol=1e-5)  # normalise(M q), as documented
+    assert np.allclose(np.linalg.norm(queries, axis=1), 1.0, atol=1e-5)
+    assert (np.sum(queries * notes, axis=1) < 0.99).all()  # the map moves the query
+
+
+@needs_model
+def test_a_dev_paraphrase_ranks_better_adapted_than_stock(embedder: embed.Embedder) -> None:
+    """Hand-picked dev-split paraphrases (never trained on), ranked among every dev passage of the data."""
+    dev = recall_data.examples("dev")
+    pool = sorted({ex.passage for ex in dev})
+    passages = vectors(embedder.encode(pool))
+    picked = {ex.id: ex for ex in dev if ex.id in ("uv-docs-178", "team-notes-40")}
+    assert set(picked) == {"uv-docs-178", "team-notes-40"}  # still in dev, still in the data
+    for ex in picked.values():
+        assert ex.split == "dev" and ex.kind == "paraphrase" and ex.label == 1
+        target = passages[pool.index(ex.passage)]
+
+        def rank(query: np.ndarray, target: np.ndarray = target) -> int:
+            return int((passages @ query > target @ query).sum()) + 1
+
+        stock = rank(vectors(embedder.encode([ex.prompt]))[0])
+        adapted = rank(vectors(embedder.encode_query([ex.prompt]))[0])
+        assert adapted < stock and adapted <= 3, (ex.id, stock, adapted)
+
+
+@needs_model
+def test_training_gives_the_same_weights_with_the_same_seed(embedder: embed.Embedder) -> None:
+    train = recall_data.examples("train")[:40]
+    data = train_adapter.data(train)
+    prompts, passages = vectors(embedder.encode(data.prompts)), vectors(embedder.encode(data.passages))
+    settings = Namespace(seed=7, threads=1, rank=0, steps=5, lr=1e-3, temperature=0.05, hard=2.0, pair=1.0,
+                         decay=1e-3, symmetric=False)  # fmt: skip
+    first = train_adapter.train_linear(data, prompts, passages, settings)
+    second = train_adapter.train_linear(data, prompts, passages, settings)
+    assert np.array_equal(first, second)
+    assert not np.allclose(first, np.eye(384))
+    low_rank = Namespace(**{**vars(settings), "rank": 4})
+    assert np.array_equal(train_adapter.train_linear(data, prompts, passages, low_rank),
+                          train_adapter.train_linear(data, prompts, passages, low_rank))  # fmt: skip
+    other_seed = Namespace(**{**vars(low_rank), "seed": 8})
+    assert not np.array_equal(train_adapter.train_linear(data, prompts, passages, low_rank),
+                              train_adapter.train_linear(data, prompts, passages, other_seed))  # fmt: skip
+
+
+@needs_model
+def test_a_user_s_own_model_and_the_switch_get_no_map(embedder: embed.Embedder, monkeypatch) -> None:
+    folder = str(embed._resolve(embed.DEFAULT))  # the same weights, named as a user's own model folder
+    own = embed.load(folder)
+    assert own.name == folder and own.query_map is None
+    text = ["install the dependencies"]
+    assert own.encode_query(text) == own.encode(text)
+    monkeypatch.setenv(adapter.ENV, "off")
+    stock = embed.load()
+    assert stock.name == embedder.name and stock.query_map is None  # same index model id: no re-embedding
+    assert stock.encode_query(text) == stock.encode(text) == embedder.encode(text)
+
+
+@needs_model
+def test_the_service_maps_query_vectors_and_not_note_vectors(embedder: embed.Embedder, memvault_home: Path) -> None:
+    import threading
+
+    codes: list[int] = []
+    thread = threading.Thread(target=lambda: codes.append(service.serve(idle_minutes=1, embedder=embedder)))
+    thread.start()
+    try:
+        assert client.wait_ready(20) is not None
+        text = "fetch a couple of runtime releases onto this laptop"
+        found = client.query_vector(text, timeout=5)
+        assert found is not None and found[0] == embedder.name
+        assert np.allclose(vectors([found[1]]), vectors(embedder.encode_query([text])), atol=1e-6)
+        notes = client.embed([text], timeout=5)
+        assert notes is not None
+        assert np.allclose(vectors(notes.vectors), vectors(embedder.encode([text])), atol=1e-6)
+    finally:
+        client.stop()
+        thread.join(20)
+    assert codes == [0]
