@@ -513,7 +513,7 @@ def report_spans(name: str, curve: dict[str, dict[str, float]], k: int) -> None:
     base = curve.get("today: best chunk", {}).get("chars") or 1.0
     rows = []
     for label, row in curve.items():
-        mark = " (shipped)" if (row["fill"], row["per_hit"]) == SHIPPED else ""
+        mark = " (shipped)" if (row["fill"], row["per_hit"]) == SHIPPED and label != "shipped" else ""
         rows.append([label + mark, f"{row['held']:.3f}", f"{row['chars']:,.0f}", f"{row['chars'] / base:.2f}×",
                      f"{row['ms']:.1f}"])  # fmt: skip
     table(f"{name}: evidence held by the shown passages of the top {k} (categories 1–4) against characters shown",
