@@ -81,9 +81,12 @@ class RecallSettings:
     vector_weight: float = _opt(0.7, low=0, high=1)
     keyword_weight: float = _opt(0.3, low=0, high=1)
     fusion: str = _opt("adaptive", choices=("weighted", "rrf", "adaptive"))  # chosen by scripts/bench_recall.py
-    # The relevance floor (scripts/calibrate_floor.py): a hit is injected only if cosine + coverage_weight ×
-    # keyword coverage reaches min_relevance (0 turns the floor off); keyword-only, coverage ≥ min_coverage
-    # and at least min_shared_words of the prompt's content words in the chunk.
+    # The relevance floor: a hit is injected only if the relevance judge (scripts/train_relevance.py) gives it
+    # P(relevant) ≥ min_probability (0 turns the floor off). The four keys after it are the hand-set floor of
+    # before the judge, still read so that an older config keeps working: min_relevance 0 still turns the floor
+    # off; otherwise they apply only when the judge's weights cannot be read (cosine + coverage_weight × keyword
+    # coverage ≥ min_relevance; keyword-only, coverage ≥ min_coverage and min_shared_words shared words).
+    min_probability: float = _opt(0.29, low=0, high=1)
     min_relevance: float = _opt(0.435, low=0, high=2)
     coverage_weight: float = _opt(0.2, low=0, high=5)
     min_coverage: float = _opt(0.455, low=0, high=1)

@@ -58,7 +58,7 @@ def test_the_prompt_budget_is_spent_by_a_slow_start(memvault_home: Path, vault_d
     config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text(
         f"vault:\n  root: {vault_dir}\nembedding:\n  warm_service: false\nrecall:\n  prompt_budget_ms: 1500\n"
-        "  min_coverage: 0.3\n",  # keyword-only: the floor lowered as in test_hooks.hook_vault
+        "  min_coverage: 0.3\n  min_probability: 0.02\n",  # keyword-only: the floor lowered as in test_hooks.hook_vault
         encoding="utf-8",
     )
     vault = open_vault(vault_dir)

@@ -44,6 +44,7 @@ RECALL_KEYS = (
     "fusion",
     "vector_weight",
     "keyword_weight",
+    "min_probability",
     "min_relevance",
     "coverage_weight",
     "min_coverage",

@@ -1,25 +1,28 @@
-"""The relevance floor: a hit's raw signals (cosine, keyword coverage, exact identifiers) and the absolute test on them.
+"""The relevance floor: a hit's raw signals and the absolute test on them, P(relevant) by the judge ≥ the floor.
 
 Fusion only ranks candidates against each other, so it always has a "best" hit, however unrelated the
-prompt. The floor asks of each hit, on its own: does its chunk mean what the prompt means (cosine), does
-it contain the prompt's distinctive words (coverage), or does it name an exact identifier the prompt
-names? Below the floor nothing is injected. The thresholds come from scripts/calibrate_floor.py.
-Runs on the prompt path: standard library and the index layer only.
+prompt. The floor asks of each hit, on its own: is it relevant? The learned judge (`judge`, trained by
+scripts/train_relevance.py) reads the chunk's signals (cosine, keyword coverage, shared and rare words,
+exact identifiers, the fusion rank, score and margin, the note's kind, folder and shape) and gives
+P(relevant); below the floor probability nothing is injected. An exact identifier always passes; notes
+that need a reason (`eligible`) must also give it. Runs on the prompt path: standard library and the
+index layer only.
 """
 
 from __future__ import annotations
 
 import math
 import operator
+import re
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from memvault.index import chunking
 from memvault.index.core import Index
 from memvault.index.schema import VEC_TABLE
 from memvault.records import Record
 
-from . import eligible
+from . import eligible, judge
 
 # The columns a chunk's coverage is counted in: its own text, title, tags and heading path; not the
 # neighbours' window, which helps ranking but would let a chunk pass for words it does not contain.
@@ -27,7 +30,7 @@ OWN_COLUMNS = "{title tags heading body}"
 
 
 class Signals(Record):
-    """What the floor looks at for one chunk."""
+    """What the floor looks at for one chunk (the judge's inputs: `judge.features`)."""
 
     cosine: float | None  # similarity of the chunk's vector to the prompt's; None without a query vector
     coverage: float  # IDF-weighted share of the prompt's content words the chunk contains (0–1)
@@ -35,43 +38,66 @@ class Signals(Record):
     shared_words: int  # how many of the prompt's content words the chunk contains
     special: str = ""  # a note that needs a reason to be given (`eligible.special`): the idea ledger, a daily note…
     named: bool = False  # the prompt names the note (a skill entry's name)
+    rare: float = 0.0  # the rarest shared word's IDF, as a share of the most a word can weigh in the index (0–1)
+    keyword: float = 0.0  # the note's bm25 relative to the best keyword hit (0: not found by keywords)
+    rank: int = 0  # the note's place in fusion's order (0: first)
+    score: float = 0.0  # its fusion score
+    margin: float = 0.0  # its fusion score's lead over the next note's
+    words: int = 0  # how many content words the prompt has
+    kind: str | None = None  # the note's kind
+    memory: bool = False  # the note is in the MemoryVault folder
+    seq: int = 0  # the chunk's place in its note (0: first)
+    chunks: int = 1  # how many chunks the note has
+    part: float = 0.0  # `coverage` of the prompt's best-covered sentence (a two-part prompt: of either part)
 
 
-# The calibrated floor (scripts/calibrate_floor.py); `recall.*` in the config has the same defaults.
+# The floor probability the judge was calibrated with (scripts/train_relevance.py chooses it on the dev split and
+# writes it into judge.json; `recall.min_probability` in the config has the same default, a test keeps them equal).
+MIN_PROBABILITY = 0.29
+# The hand-set floor of before the judge (fitted by the old scripts/calibrate_floor.py): now only the fallback
+# when the judge's weights cannot be read, and `recall.min_relevance` 0 still turns the floor off.
 MIN_RELEVANCE, COVERAGE_WEIGHT, MIN_COVERAGE, MIN_SHARED_WORDS = 0.435, 0.2, 0.455, 2
 
 
 class Floor(Record):
-    """The absolute test: relevance = cosine + coverage_weight × coverage, at least `min_relevance` (0: off).
+    """The absolute test: P(relevant) by the judge at least `min_probability`.
 
-    Without a query vector (keyword-only recall) only the words are known: the chunk must contain
-    `min_coverage` of the prompt's content words, and at least `min_shared_words` of them (one shared word is
-    what "thanks, that worked" shares with any chat log). An exact identifier always passes.
+    The floor is on when both `min_relevance` and `min_probability` are above 0 (a config of before the judge
+    turned it off with `min_relevance: 0`, and still does). Keyword-only, a chunk must also contain at least
+    `min_shared_words` of the prompt's content words (a rule, with or without the judge). The other fields are
+    the hand-set floor used only when the judge cannot be read: relevance = cosine + coverage_weight × coverage
+    ≥ min_relevance; without a query vector the chunk must contain `min_coverage` of the prompt's content
+    words. An exact identifier always passes.
     """
 
     min_relevance: float = 0.0
     coverage_weight: float = COVERAGE_WEIGHT
     min_coverage: float = MIN_COVERAGE
     min_shared_words: int = MIN_SHARED_WORDS
+    min_probability: float = MIN_PROBABILITY
 
     @property
     def on(self) -> bool:
-        return self.min_relevance > 0
+        return self.min_relevance > 0 and self.min_probability > 0
 
 
 def relevance(signals: Signals, floor: Floor) -> float:
-    """The one number the floor compares: the cosine plus the weighted coverage (coverage alone without a vector)."""
+    """The one number the floor compares: P(relevant) by the judge (without its weights, the hand-set
+    cosine + coverage_weight × coverage, coverage alone without a vector)."""
+    shipped = judge.load()
+    if shipped is not None:
+        return judge.probability(shipped, signals)
     return (signals.cosine or 0.0) + floor.coverage_weight * signals.coverage
 
 
-def verdict(signals: Signals, floor: Floor) -> tuple[bool, str]:
+def verdict(signals: Signals, floor: Floor, *, hand: bool = False) -> tuple[bool, str]:
     """Whether a chunk passes the floor, and why in words (`memvault recall --explain`, the hook log).
 
     With the floor on, a note that needs a reason (`eligible`) must also give that reason: the idea ledger and a
     daily note an exact identifier or a strong keyword match (their cosine does not count), a skill entry a close
-    meaning (keyword-only: the prompt names it).
+    meaning (keyword-only: the prompt names it). `hand`: by the hand-set floor of before the judge (benchmarks).
     """
-    passed, why = _floor(signals, floor)
+    passed, why = _hand_floor(signals, floor) if hand else _floor(signals, floor)
     if not floor.on or not signals.special:
         return passed, why
     if signals.special == eligible.SKILL_ENTRY:
@@ -86,8 +112,6 @@ def verdict(signals: Signals, floor: Floor) -> tuple[bool, str]:
     strong = signals.identifier or (
         signals.coverage >= eligible.STRONG_COVERAGE and signals.shared_words >= floor.min_shared_words
     )
-    if not strong and not passed:
-        return False, why  # below the floor in any case
     words = f"keywords {signals.coverage:.2f}, {signals.shared_words} of the prompt's words"
     if signals.identifier:
         said = "names an exact identifier from the prompt"
@@ -97,15 +121,56 @@ def verdict(signals: Signals, floor: Floor) -> tuple[bool, str]:
     return strong, f"{signals.special}, given only on an exact identifier or {rule}: {said} (the floor: {why})"
 
 
+# How `--explain` names a feature that moved P, given the signals.
+_SAID = {
+    "cosine": lambda s: f"cosine {s.cosine:.2f}",
+    "coverage": lambda s: f"keywords {s.coverage:.2f}",
+    "shared": lambda s: f"{s.shared_words} shared words",
+    "identifier": lambda s: "an exact identifier",
+    "rare": lambda s: f"rare shared word {s.rare:.2f}",
+    "keyword": lambda s: f"bm25 {s.keyword:.2f} of the best",
+    "first": lambda s: "ranked first" if s.rank == 0 else "not ranked first",
+    "rank": lambda s: f"rank {s.rank + 1}",
+    "score": lambda s: f"fusion score {s.score:.2f}",
+    "margin": lambda s: f"margin {s.margin:.2f} over the next",
+    "words": lambda s: f"a prompt of {s.words} words",
+    "kind": lambda s: f"kind {s.kind}" if s.kind else "no kind",
+    "memory": lambda s: "a MemoryVault note" if s.memory else "not a MemoryVault note",
+    "lead": lambda s: "the note's first chunk" if s.seq == 0 else f"chunk {s.seq + 1} of its note",
+    "long": lambda s: f"a note of {s.chunks} chunks",
+    "part": lambda s: f"keywords {s.part:.2f} of one sentence of the prompt",
+}
+
+
 def _floor(signals: Signals, floor: Floor) -> tuple[bool, str]:
-    """The floor's test alone, on any chunk."""
+    """The floor's test alone, on any chunk: the judge's, or the hand-set one when its weights cannot be read."""
+    shipped = judge.load()
+    if shipped is None:
+        return _hand_floor(signals, floor)
+    p = judge.probability(shipped, signals)
+    top = ", ".join(f"{_SAID[name](signals)} {part:+.1f}" for name, part in judge.reasons(shipped, signals))
+    said = f"P(relevant) {p:.2f}{' (keyword-only)' if signals.cosine is None else ''}"
+    said_top = f" ({top})" if top else ""
+    if signals.identifier:
+        return True, f"names an exact identifier from the prompt; {said}{said_top}"
+    if not floor.on:
+        return True, f"{said}{said_top} (no floor)"
+    if signals.cosine is None and signals.shared_words < floor.min_shared_words:  # a rule, kept from the hand floor:
+        # keyword-only, one shared word is what "thanks, that worked" shares with any chat log
+        return False, f"{said}, {signals.shared_words} of the prompt's words < {floor.min_shared_words}"
+    passed = p >= floor.min_probability
+    return passed, f"{said} {'≥' if passed else '<'} {floor.min_probability:.2f}{said_top}"
+
+
+def _hand_floor(signals: Signals, floor: Floor) -> tuple[bool, str]:
+    """The hand-set floor of before the judge (the fallback): cosine + weight × coverage, or coverage alone."""
     words = f"keywords {signals.coverage:.2f}"
     if signals.cosine is None:
         value, need, said = signals.coverage, floor.min_coverage, f"{words} (keyword-only)"
         if floor.on and not signals.identifier and signals.shared_words < floor.min_shared_words:
             return False, f"{said}, {signals.shared_words} of the prompt's words < {floor.min_shared_words}"
     else:
-        value, need = relevance(signals, floor), floor.min_relevance
+        value, need = (signals.cosine or 0.0) + floor.coverage_weight * signals.coverage, floor.min_relevance
         said = f"cosine {signals.cosine:.2f} + {floor.coverage_weight:g} × {words} = {value:.2f}"
     if signals.identifier:
         return True, f"names an exact identifier from the prompt; {said}"
@@ -119,6 +184,12 @@ class Terms(Record):
 
     queries: list[str]
     weights: list[float]
+    total: int = 1  # the index's number of chunks
+
+    @property
+    def ceiling(self) -> float:
+        """The most a word can weigh in this index (one no chunk contains): what `rare` is a share of."""
+        return math.log(1 + (self.total + 0.5) / 0.5)
 
 
 def terms(index: Index, words: list[str], found: list[int] | None = None) -> Terms:
@@ -135,25 +206,60 @@ def terms(index: Index, words: list[str], found: list[int] | None = None) -> Ter
         count = found[i] if found is not None else int(index.conn.execute(sql, (match,)).fetchone()[0])
         queries.append(match)
         weights.append(math.log(1 + (total - count + 0.5) / (count + 0.5)))
-    return Terms(queries, weights)
+    return Terms(queries, weights, total)
 
 
 def coverage(
     index: Index, words: Terms, chunk_ids: Iterable[int], columns: str = OWN_COLUMNS
 ) -> dict[int, tuple[float, int]]:
     """chunk id → the IDF-weighted share of the prompt's words it contains (in `columns`), and how many it contains."""
+    return {c: (got[0], got[1]) for c, got in coverage_rare(index, words, chunk_ids, columns).items()}
+
+
+_SENTENCE_END = re.compile(r"(?<=[.?!;])\s+|\n+")
+
+
+def parts(query: str, words: list[str]) -> list[list[int]]:
+    """The prompt's sentences, each as the indices in `words` of its content words ([] for a one-sentence prompt)."""
+    where = {w: i for i, w in enumerate(words)}
+    out = []
+    for piece in _SENTENCE_END.split(query):
+        ids = [where[w] for w in chunking.query_terms(piece) if w in where]
+        if ids:
+            out.append(ids)
+    return out if len(out) > 1 else []
+
+
+def coverage_rare(
+    index: Index,
+    words: Terms,
+    chunk_ids: Iterable[int],
+    columns: str = OWN_COLUMNS,
+    sentences: Sequence[list[int]] = (),
+) -> dict[int, tuple[float, int, float, float]]:
+    """`coverage`, the weight of the rarest prompt word each chunk contains as a share of `Terms.ceiling`, and the
+    coverage of the prompt's best-covered sentence (`parts`; the whole prompt's coverage without sentences)."""
     ids = list(dict.fromkeys(chunk_ids))
     total = sum(words.weights)
     if not ids or total <= 0:
-        return dict.fromkeys(ids, (0.0, 0))
+        return dict.fromkeys(ids, (0.0, 0, 0.0, 0.0))
     marks = ",".join("?" * len(ids))
     sql = f"SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? AND rowid IN ({marks})"  # noqa: S608 (marks only)
-    got = dict.fromkeys(ids, (0.0, 0))
-    for match, weight in zip(words.queries, words.weights, strict=True):
+    found: dict[int, list[int]] = {c: [] for c in ids}  # chunk id → the indices of the words it contains
+    for i, match in enumerate(words.queries):
         for (chunk_id,) in index.conn.execute(sql, [f"{columns}: ({match})", *ids]):
-            share, count = got[chunk_id]
-            got[chunk_id] = (share + weight, count + 1)
-    return {chunk_id: (share / total, count) for chunk_id, (share, count) in got.items()}
+            found[chunk_id].append(i)
+    ceiling, weights = words.ceiling, words.weights
+    sizes = [sum(weights[i] for i in part) for part in sentences]
+    out = {}
+    for chunk_id, have in found.items():
+        share = sum(weights[i] for i in have) / total
+        rare = max((weights[i] for i in have), default=0.0) / ceiling
+        got = set(have)
+        best = max((sum(weights[i] for i in part if i in got) / size for part, size in zip(sentences, sizes,
+                    strict=True) if size > 0), default=share)  # fmt: skip
+        out[chunk_id] = (share, len(have), rare, max(best, share))
+    return out
 
 
 def identifier_chunks(index: Index, query: str, chunk_ids: Iterable[int]) -> set[int]:

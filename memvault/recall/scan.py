@@ -67,9 +67,10 @@ def scan(root: Path, folder: str, ignore: tuple[str, ...], query: str, options: 
         hits.append(search.Hit(rel, title, round(points / best, 4), 0.0, round(points / best, 4),
                                chunking.snippet(body, terms), coverage=round(covered, 4), shared_words=shared,
                                special=special, named=named,
-                               why=relevance.verdict(signals, options.floor)[1]))  # fmt: skip
+                               why=relevance.verdict(signals, options.floor, hand=True)[1]))  # fmt: skip
     floor = options.floor
-    result.hits = [h for h in hits if relevance.verdict(search.signals_of(h), floor)[0]]
+    # The hand-set floor: without an index there is no IDF coverage, bm25 or vector, the judge's inputs.
+    result.hits = [h for h in hits if relevance.verdict(search.signals_of(h), floor, hand=True)[0]]
     result.dropped = [h for h in hits if h not in result.hits]
     if hits and not result.hits:
         result.reason = f"{search.FLOOR_REASON} (best: {hits[0].why})"

@@ -59,6 +59,7 @@ class Options(Record):
     coverage_weight: float = relevance.COVERAGE_WEIGHT
     min_coverage: float = relevance.MIN_COVERAGE
     min_shared_words: int = relevance.MIN_SHARED_WORDS
+    min_probability: float = relevance.MIN_PROBABILITY  # the judge's floor (on only with min_relevance > 0 too)
     # The vault's daily-notes folder (`eligible.daily_folder`): its notes, like the idea ledger, need a reason.
     daily_folder: str = ""
     # The characters of each hit's shown passage, and how it is filled past the best chunk (`passages`).
@@ -67,7 +68,9 @@ class Options(Record):
 
     @property
     def floor(self) -> relevance.Floor:
-        return relevance.Floor(self.min_relevance, self.coverage_weight, self.min_coverage, self.min_shared_words)
+        return relevance.Floor(
+            self.min_relevance, self.coverage_weight, self.min_coverage, self.min_shared_words, self.min_probability
+        )
 
 
 DEFAULT_OPTIONS = Options()
@@ -117,6 +120,16 @@ class Hit(Record):
     shared_words: int = 0
     special: str = ""  # a note that needs a reason to be given (`eligible.special`), or ""
     named: bool = False  # the prompt names the note (a skill entry's name)
+    # The judge's other inputs (`relevance.Signals`; kw_score is its `keyword`, score its fusion score).
+    rare: float = 0.0
+    rank: int = 0
+    margin: float = 0.0
+    words: int = 0
+    memory: bool = False
+    judged_seq: int = 0  # the judged chunk's place in its note (the shown one is `chunk`)
+    chunks: int = 1
+    part_coverage: float = 0.0
+    probability: float = 0.0  # P(relevant) by the judge (`relevance.relevance`)
     why: str = ""
     passage: str = ""  # what is shown of the note to an agent: its best chunk and the text next to it (`passages`)
 
@@ -196,9 +209,12 @@ def recall(
     )
     if options.fusion == "adaptive":  # the fixed-weight fusions stay the seed's formulas, untouched
         ranked = _pin_identifiers(index, query, ranked, keyword)
-    hits = _hits(index, query, ranked[: options.k], vector, keyword, postings, blob, options)
+    after = ranked[options.k][1] if len(ranked) > options.k else None
+    hits = _hits(index, query, ranked[: options.k], vector, keyword, postings, blob, options, after)
     floor = options.floor
     result.hits = [h for h in hits if not floor.on or relevance.verdict(signals_of(h), floor)[0]]
+    if floor.on:  # what is injected goes by the judge's P (fusion's order among equals)
+        result.hits.sort(key=lambda h: -h.probability)
     result.dropped = [h for h in hits if h not in result.hits]
     if hits and not result.hits:
         best = max(hits, key=lambda h: relevance.relevance(signals_of(h), floor))
@@ -216,7 +232,10 @@ def shape(query: str) -> str:
 
 def signals_of(hit: Hit) -> relevance.Signals:
     """The raw signals the floor judged for a hit."""
-    return relevance.Signals(hit.cosine, hit.coverage, hit.identifier, hit.shared_words, hit.special, hit.named)
+    return relevance.Signals(
+        hit.cosine, hit.coverage, hit.identifier, hit.shared_words, hit.special, hit.named, hit.rare, hit.kw_score,
+        hit.rank, hit.score, hit.margin, hit.words, hit.kind, hit.memory, hit.judged_seq, hit.chunks, hit.part_coverage,
+    )  # fmt: skip
 
 
 class _VectorJob:
@@ -396,8 +415,12 @@ def _hits(
     postings: dict[str, set[int]],
     blob: bytes | None,
     options: Options,
+    after: float | None = None,
 ) -> list[Hit]:
-    """The ranked notes as hits, each with the chunk that best shows why it is relevant and that chunk's signals."""
+    """The ranked notes as hits, each with the chunk that best shows why it is relevant and that chunk's signals.
+
+    `after`: the fusion score of the note just past these (the last hit's margin is over it).
+    """
     floor = options.floor
     kw_top = max((s for s, _ in keyword.values()), default=0.0) or 1.0
     choices = {n: list(dict.fromkeys(side[n][1] for side in (keyword, vector) if n in side)) for n, _ in ranked}
@@ -406,7 +429,9 @@ def _hits(
     chunk_ids = [*judged_ids, *(c for pool in pools.values() for c in pool)]
     terms = list(postings)
     words = relevance.terms(index, terms, [len(postings[t]) for t in terms])
-    covered = relevance.coverage(index, words, chunk_ids)
+    detail = relevance.coverage_rare(index, words, chunk_ids, sentences=relevance.parts(query, terms))
+    covered = {c: (got[0], got[1]) for c, got in detail.items()}
+    shape = _shape(index, [n for n, _ in ranked], judged_ids)  # the judge's view of where each chunk sits
     exact = relevance.identifier_chunks(index, query, judged_ids)
     near: dict[int, float] = {}  # the cosine of every candidate chunk, when there is a query vector
     if blob is not None:
@@ -414,7 +439,7 @@ def _hits(
         near = {c: known[c] for c in chunk_ids if c in known}
         near.update(relevance.cosines(index, blob, [c for c in chunk_ids if c not in known]))
     hits = []
-    for note_id, score in ranked:
+    for rank, (note_id, score) in enumerate(ranked):
         path, title, kind, grp, always = index.conn.execute(
             "SELECT path, title, kind, grp, always_load FROM notes WHERE id = ?", (note_id,)
         ).fetchone()
@@ -424,7 +449,10 @@ def _hits(
         for c in choices[note_id]:
             share, shared = covered.get(c, (0.0, 0))
             cosine = near.get(c) if blob is not None else None
-            signals[c] = relevance.Signals(cosine, share, c in exact, shared, special, named)
+            signals[c] = relevance.Signals(cosine, share, c in exact, shared, special, named, *_judged(
+                detail.get(c, (0.0, 0, 0.0, 0.0))[2], round(keyword.get(note_id, (0.0, 0))[0] / kw_top, 4), rank,
+                round(score, 4), _margin(ranked, rank, after), len(terms), kind, shape, note_id, c),
+                part=detail.get(c, (0.0, 0, 0.0, 0.0))[3])  # fmt: skip
         # The floor judges the note by the better of its two chunks (as calibrated). The snippet comes from the
         # chunk that best matches by meaning and words together, else from the keyword side's chunk.
         # A ledger or a daily note is judged on words alone (`relevance.verdict`): by its chunk of most words.
@@ -461,6 +489,15 @@ def _hits(
                 shared_words=chosen.shared_words,
                 special=special,
                 named=named,
+                rare=chosen.rare,
+                rank=rank,
+                margin=chosen.margin,
+                words=chosen.words,
+                memory=chosen.memory,
+                judged_seq=chosen.seq,
+                chunks=chosen.chunks,
+                part_coverage=round(chosen.part, 4),
+                probability=round(relevance.relevance(chosen, floor), 4),
                 why=relevance.verdict(chosen, floor)[1],
                 passage=passage,
             )
@@ -486,6 +523,40 @@ def _passage(
     pieces = [passages.Piece(s, t, scores.get(c, 0.0)) for c, s, t in rows]
     return passages.render(passages.choose(pieces, seq, options.passage_chars, options.passage_fill, terms))
 
+
+def _margin(ranked: list[tuple[int, float]], rank: int, after: float | None) -> float:
+    """How far the note at `rank` leads the next one in fusion's scores (0 when nothing follows)."""
+    following = ranked[rank + 1][1] if rank + 1 < len(ranked) else after
+    return 0.0 if following is None else round(max(0.0, ranked[rank][1] - following), 4)
+
+
+class _Shape(Record):
+    """Where the judged chunks sit: chunk id → its seq; note id → in the MemoryVault folder, its number of chunks."""
+
+    seqs: dict[int, int]
+    memory: dict[int, bool]
+    sizes: dict[int, int]
+
+
+def _shape(index: Index, note_ids: list[int], chunk_ids: list[int]) -> _Shape:
+    if not note_ids:
+        return _Shape({}, {}, {})
+    marks = ",".join("?" * len(note_ids))
+    memory = {int(n): bool(m) for n, m in index.conn.execute(f"SELECT id, in_memory FROM notes WHERE id IN ({marks})",
+                                                             note_ids)}  # fmt: skip
+    ids = list(dict.fromkeys(chunk_ids))
+    seqs = {int(c): int(s) for c, s in index.conn.execute(
+        f"SELECT id, seq FROM chunks WHERE id IN ({','.join('?' * len(ids))})", ids)} if ids else {}  # fmt: skip
+    return _Shape(seqs, memory, _sizes(index, note_ids))
+
+
+def _judged(
+    rare: float, kw: float, rank: int, score: float, margin: float, words: int, kind: str | None, shape: _Shape,
+    note_id: int, chunk_id: int,
+) -> tuple[float, float, int, float, float, int, str | None, bool, int, int]:
+    """The judge's inputs of `relevance.Signals` after `named`, in its order."""
+    return (rare, kw, rank, score, margin, words, kind, shape.memory.get(note_id, False),
+            shape.seqs.get(chunk_id, 0), shape.sizes.get(note_id, 1))  # fmt: skip
 
 
 def _note_chunks(index: Index, note_ids: list[int]) -> dict[int, list[int]]:

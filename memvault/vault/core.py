@@ -165,6 +165,7 @@ class Vault:
             vector_weight=settings.vector_weight,
             keyword_weight=settings.keyword_weight,
             min_relevance=settings.min_relevance if floor else 0.0,
+            min_probability=settings.min_probability,
             coverage_weight=settings.coverage_weight,
             min_coverage=settings.min_coverage,
             min_shared_words=settings.min_shared_words,

@@ -74,7 +74,7 @@ def test_the_plugin_installs_its_dependencies_in_the_background_then_recalls(
         assert config["vault"]["root"] == str(vault)
         # The plugin's first sessions may recall keyword-only (its embedding service still loading on a busy
         # machine): a patient budget, and the keyword floor of the hook tests, keep this test about the route.
-        config["recall"] = {"prompt_budget_ms": 3000, "min_coverage": 0.3}
+        config["recall"] = {"prompt_budget_ms": 3000, "min_coverage": 0.3, "min_probability": 0.02}
         config_file.write_text(yaml.safe_dump(config), encoding="utf-8")
 
         stub.reply({"text": "Bisect it."})
