@@ -1,28 +1,25 @@
-"""Calibrate recall's relevance floor: which raw signals separate prompts a vault can answer from unrelated ones.
+"""Evaluate recall's relevance floor: the learned judge beside the hand-set floor of before, on the evaluation sets.
 
-    python scripts/calibrate_floor.py [--locomo PATH] [--cache DIR] [--json OUT] [--max-injecting 0.05]
+    python scripts/calibrate_floor.py [--locomo PATH] [--cache DIR] [--json OUT] [--rows SAVED.json]
+                                      [--training-rows ROWS.json]
 
+Nothing is fitted here: the judge (memvault/recall/judge.json) is trained and its floor chosen by
+scripts/train_relevance.py on the team's training data; these sets are evaluation only.
 Positives are questions with a known answer in a vault: LoCoMo's questions (categories 1–4) against
 their conversation, as one note per turn and as one note per session, and the preference paraphrase
 set against its notes. Negatives are scripts/data/unrelated_prompts.json (real prompts from public
 Claude Code transcripts and written ones, minus those flagged `maybe_related`) against every vault:
 the two LoCoMo vaults, the preference notes and examples/vault. Every prompt runs through the real
-recall (real index, real model) with the floor off, and each hit's raw signals are kept: cosine,
-IDF-weighted keyword coverage, exact identifier.
-
-The floor is fitted on the dev parts only (LoCoMo: seven of the ten conversations; the preference
-queries and the unrelated prompts: their seeded 70 % dev split), then reported on dev and held-out:
-  - hybrid recall: relevance = cosine + β × coverage ≥ τ. For every β on a grid, τ is the lowest
-    value that keeps the share of dev unrelated prompts injecting anything (every prompt against
-    every vault, pooled) at or below --max-injecting; the β whose τ keeps the most LoCoMo evidence
-    (R@10) wins;
-  - keyword-only recall (service down): coverage ≥ κ and at least m of the prompt's content words in
-    the chunk. For m = 1, 2, 3, κ is the lowest value meeting the same bound (or, where none does, the
-    lowest within half a point of the lowest rate any κ reaches); the fewest shared words that meet
-    the bound win (see `keyword_floor`).
-The chosen values are the defaults of `recall.min_relevance`, `recall.coverage_weight`,
-`recall.min_coverage` and `recall.min_shared_words` (memvault/config.py). The report also gives the
-rates as the hook sees them: it skips prompts shorter than `recall.min_prompt_chars` before recall.
+recall (real index, real model) with the floor off, hybrid and keyword-only, and each hit's signals
+(`search.signals_of`) are kept; then each floor is applied to them:
+  - "hand floor": cosine + 0.2 × coverage ≥ 0.435, keyword-only coverage ≥ 0.455 with 2+ shared words
+    (fitted on LoCoMo dev conversations by the earlier version of this script: no longer allowed);
+  - "judge": P(relevant) ≥ the shipped floor probability (`relevance.verdict`).
+Reported: the share of unrelated prompts injecting anything (per vault and pooled; "hook": as the hook
+sees it, skipping prompts shorter than `recall.min_prompt_chars`), R@10 of the positives with each
+floor (LoCoMo per category), and the judge's time per query (p50/p95 over the hits of every query).
+With --training-rows (saved by `train_relevance.py --rows`) the training data's train/dev/test table too.
+The old LoCoMo dev/held-out conversation split and the unrelated prompts' `part` are kept as columns.
 LoCoMo is read from --locomo, else from $MEMVAULT_BENCH_DATA/locomo/locomo10.json; without it that
 part is skipped with one line.
 """
@@ -31,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import random
 import shutil
 import sys
@@ -49,7 +45,7 @@ import bench_recall as br  # the corpora, index building and scoring are shared
 from memvault import config
 from memvault.index import core as ix
 from memvault.index import embed, sync
-from memvault.recall import relevance, search
+from memvault.recall import judge, relevance, search
 from memvault.store import disk
 
 HERE = Path(__file__).resolve().parent
@@ -59,18 +55,13 @@ SEED = 20260412
 HELDOUT_SHARE = 0.3
 K_POSITIVE = 10  # LoCoMo R@10, as in bench_recall.py
 K_NEGATIVE = 5  # the hook injects recall.k = 5 entries at most
-BETAS = [round(0.1 * i, 1) for i in range(0, 16)]
-SHARED_WORDS = (1, 2, 3)  # the grid of recall.min_shared_words for keyword-only recall
 POOLED = "all four, pooled"
 
 
 @dataclass
 class Hit:
-    cosine: float | None
-    coverage: float
-    identifier: bool
+    signals: dict[str, Any]  # `search.signals_of(hit)._asdict()`
     keys: frozenset[str]  # evidence keys this hit holds (positives), empty for negatives
-    shared_words: int = 0
 
 
 @dataclass
@@ -98,7 +89,7 @@ def ask(
     out = []
     for h in result.hits:
         keys = corpus.keys.get(corpus.item(h), frozenset()) if corpus else frozenset()
-        out.append(Hit(h.cosine, h.coverage, h.identifier, keys, h.shared_words))
+        out.append(Hit(search.signals_of(h)._asdict(), keys))
     return out
 
 
@@ -186,13 +177,18 @@ def collect(args: argparse.Namespace, embedder: embed.Embedder, work: Path) -> l
     return out
 
 
-# ---- fitting -----------------------------------------------------------------------------------------------
+# ---- the floors -------------------------------------------------------------------------------------------
+
+HAND = relevance.Floor(relevance.MIN_RELEVANCE)  # the hand-set constants are its defaults
+JUDGE = relevance.Floor(relevance.MIN_RELEVANCE, min_probability=config.RecallSettings().min_probability)
+FLOORS = {"hand floor": HAND, "judge": JUDGE}
 
 
 def passes(hit: Hit, floor: relevance.Floor, mode: str) -> bool:
-    cosine = hit.cosine if mode == "hybrid" else None
-    signals = relevance.Signals(cosine, hit.coverage, hit.identifier, hit.shared_words)
-    return relevance.verdict(signals, floor)[0]
+    signals = relevance.Signals(**hit.signals)
+    if mode == "keyword":
+        signals = signals._replace(cosine=None)
+    return relevance.verdict(signals, floor, hand=floor is HAND)[0]
 
 
 def recall_at(rows: Iterable[Asked], floor: relevance.Floor | None, k: int = K_POSITIVE) -> float:
@@ -218,122 +214,85 @@ def select(rows: list[Asked], **what: str) -> list[Asked]:
     return [r for r in rows if all(getattr(r, key) == value for key, value in what.items())]
 
 
-def needed(rows: list[Asked], score: Any, bound: float, grid: list[float]) -> float | None:
-    """The lowest threshold on `grid` at which at most `bound` of the negative `rows` (every prompt against
-    every vault, pooled) have a hit scoring at or above it (`score(hit)`; an exact identifier always passes)."""
-    tops = sorted(
-        (max((math.inf if h.identifier else score(h) for h in r.hits), default=-math.inf) for r in rows),
-        reverse=True,
-    )
-    allowed = int(bound * len(tops))  # this many may still inject
-    worst = tops[allowed] if allowed < len(tops) else -math.inf
-    return next((t for t in grid if t > worst and t > 0), None)
-
-
-def fit(rows: list[Asked], bound: float) -> tuple[relevance.Floor, list[dict[str, float]]]:
-    """β, τ for hybrid recall and κ for keyword-only recall, from the dev rows only (see the module docstring)."""
-    grid = [round(0.005 * i, 3) for i in range(0, 401)]
-    locomo_dev = [r for r in select(rows, kind="positive", part="dev", mode="hybrid") if r.vault != "preference"]
-    prefs_dev = select(rows, kind="positive", part="dev", mode="hybrid", vault="preference")
-    negatives = select(rows, kind="negative", part="dev", mode="hybrid")
-    table = []
-    best: tuple[float, float, float] | None = None
-    for beta in BETAS:
-        tau = needed(negatives, lambda h, b=beta: (h.cosine or 0.0) + b * h.coverage, bound, grid)
-        if tau is None:
-            continue
-        floor = relevance.Floor(tau, beta)
-        kept = recall_at(locomo_dev or prefs_dev, floor)
-        table.append({"beta": beta, "tau": tau, "locomo_dev_R@10": kept, "prefs_dev_R@10": recall_at(prefs_dev, floor)})
-        if best is None or kept > best[2] + 1e-9:
-            best = (beta, tau, kept)
-    if best is None:
-        raise SystemExit("no floor on the grid meets the bound")
-    kappa, shared = keyword_floor(rows, bound, [c for c in grid if 0 < c <= 1], best[:2])
-    return relevance.Floor(best[1], best[0], kappa, shared), table
-
-
-def keyword_floor(rows: list[Asked], bound: float, grid: list[float], hybrid: tuple[float, float]) -> tuple[float, int]:
-    """κ and m for keyword-only recall: coverage ≥ κ and at least m of the prompt's words shared, from the dev rows.
-
-    For each m, κ is the lowest value meeting the bound (or, where none does, the lowest within half a point
-    of the lowest rate any κ reaches). The fewest shared words that meet the bound win: a larger m meets it
-    with a smaller κ, down to a κ that asks nothing of coverage (m = 3 met it at κ = 0.1, passing long
-    prompts that share three everyday words with a chunk), so m is held to what the short prompts need.
-    """
-    negatives = select(rows, kind="negative", part="dev", mode="keyword")
-    positives = [r for r in select(rows, kind="positive", part="dev", mode="keyword") if r.vault != "preference"]
-    fitted: list[tuple[int, float, float]] = []
-    for shared in SHARED_WORDS:
-
-        def floor(kappa: float, m: int = shared) -> relevance.Floor:
-            return relevance.Floor(hybrid[1], hybrid[0], kappa, m)
-
-        kappa = needed(negatives, lambda h, m=shared: h.coverage if h.shared_words >= m else -math.inf, bound, grid)
-        if kappa is None:
-            rates = {c: injecting(negatives, floor(c)) for c in grid}
-            kappa = min(c for c, rate in rates.items() if rate <= min(rates.values()) + 0.005)
-        kept, rate = recall_at(positives, floor(kappa)), injecting(negatives, floor(kappa))
-        print(f"keyword-only, m = {shared}: κ = {kappa:.3f}, dev unrelated {rate:.3f}, LoCoMo dev R@10 {kept:.3f}")
-        fitted.append((shared, kappa, rate))
-    meeting = [(m, kappa) for m, kappa, rate in fitted if rate <= bound]
-    if meeting:
-        return meeting[0][1], meeting[0][0]
-    m, kappa, _ = min(fitted, key=lambda f: f[2])
-    return kappa, m
+def timing(rows: list[Asked]) -> dict[str, float]:
+    """The judge's time per query: `relevance.verdict` over every hit of a query (p50, p95, in ms)."""
+    times = []
+    for row in rows:
+        signals = [relevance.Signals(**h.signals) for h in row.hits]
+        started = time.perf_counter()
+        for s in signals:
+            relevance.verdict(s, JUDGE)
+        times.append((time.perf_counter() - started) * 1000)
+    times.sort()
+    return {"p50_ms": times[len(times) // 2], "p95_ms": times[int(len(times) * 0.95)], "queries": len(times)}
 
 
 # ---- report ------------------------------------------------------------------------------------------------
 
 
-def report(rows: list[Asked], floor: relevance.Floor) -> dict[str, Any]:
-    out: dict[str, Any] = {"floor": floor._asdict(), "negatives": {}, "positives": {}}
-    print(f"\nchosen floor: relevance = cosine + {floor.coverage_weight:g} × coverage ≥ {floor.min_relevance:.3f}; "
-          f"keyword-only: coverage ≥ {floor.min_coverage:.3f}, {floor.min_shared_words}+ shared words")  # fmt: skip
+def report(rows: list[Asked]) -> dict[str, Any]:
+    out: dict[str, Any] = {"judge_floor": JUDGE.min_probability, "negatives": {}, "positives": {}}
+    print(f"\nfloors: hand = cosine + {HAND.coverage_weight:g} × coverage ≥ {HAND.min_relevance:.3f} (keyword-only: "
+          f"coverage ≥ {HAND.min_coverage:.3f}, {HAND.min_shared_words}+ shared words); "
+          f"judge = P(relevant) ≥ {JUDGE.min_probability:.2f}")  # fmt: skip
     min_chars = config.RecallSettings().min_prompt_chars
     negatives = []
     for name in [*sorted({r.vault for r in rows}), POOLED]:
         for mode in ("hybrid", "keyword"):
-            parts = []
-            for part in ("dev", "heldout"):
-                sel = [r for r in select(rows, kind="negative", mode=mode, part=part) if name in (POOLED, r.vault)]
-                rates = {"none": injecting(sel, None), "floor": injecting(sel, floor),
-                         "hook": injecting(sel, floor, min_chars), "n": len(sel)}  # fmt: skip
-                out["negatives"][f"{name}/{mode}/{part}"] = rates
-                parts.append(rates)
-            negatives.append([name, mode, *(f"{c[key]:.3f}" for key in ("none", "floor", "hook") for c in parts),
-                              "/".join(str(c["n"]) for c in parts)])  # fmt: skip
+            sel = [r for r in select(rows, kind="negative", mode=mode) if name in (POOLED, r.vault)]
+            rates = {"none": injecting(sel, None), "n": len(sel)}
+            for label, floor in FLOORS.items():
+                rates[label] = injecting(sel, floor)
+                rates[f"{label}, hook"] = injecting(sel, floor, min_chars)
+            out["negatives"][f"{name}/{mode}"] = rates
+            keys = ("none", "hand floor", "hand floor, hook", "judge", "judge, hook")
+            negatives.append([name, mode, *(f"{rates[key]:.3f}" for key in keys), str(len(sel))])
     br.table(
         f"unrelated prompts that inject anything (share of prompts; the hook skips prompts under {min_chars} chars)",
-        ["vault", "mode", "dev no floor", "held-out no floor", "dev floor", "held-out floor", "dev hook",
-         "held-out hook", "n dev/held-out"],
+        ["vault", "mode", "no floor", "hand floor", "hand, hook", "judge", "judge, hook", "n"],
         negatives,
-    )  # fmt: skip
+    )
     cats = {0: "all", 1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
     lines = []
     for name in sorted({r.vault for r in rows if r.kind == "positive"}):
         for mode in ("hybrid", "keyword"):
-            for part in ("dev", "heldout"):
-                sel = select(rows, kind="positive", vault=name, mode=mode, part=part)
-                per = (
-                    {c: [r for r in sel if c == 0 or r.category == c] for c in cats}
-                    if name != "preference"
-                    else {0: sel}
-                )
-                cells = {c: (recall_at(v, None), recall_at(v, floor)) for c, v in per.items()}
+            for part in ("dev", "heldout", "all"):
+                sel = [r for r in select(rows, kind="positive", vault=name, mode=mode) if part in ("all", r.part)]
+                per = {c: [r for r in sel if c == 0 or r.category == c] for c in cats} if name != "preference" else {
+                    0: sel}  # fmt: skip
+                cells = {c: (recall_at(v, None), recall_at(v, HAND), recall_at(v, JUDGE)) for c, v in per.items()}
                 out["positives"][f"{name}/{mode}/{part}"] = {
-                    cats[c]: {"none": a, "floor": b} for c, (a, b) in cells.items()
+                    cats[c]: {"none": a, "hand floor": b, "judge": j} for c, (a, b, j) in cells.items()
                 }
-                shown = [cells.get(c, (float("nan"), float("nan"))) for c in cats]
-                lines.append([name, mode, part, str(len(sel)), *(f"{a:.3f} → {b:.3f}" for a, b in shown)])
-    br.table("questions with an answer: R@10 without → with the floor",
+                nan = (float("nan"),) * 3
+                shown = [cells.get(c, nan) for c in cats]
+                lines.append([name, mode, part, str(len(sel)), *(f"{a:.3f} / {b:.3f} / {j:.3f}" for a, b, j in shown)])
+    br.table("questions with an answer: R@10 without floor / hand floor / judge",
              ["vault", "mode", "part", "n", *cats.values()], lines)  # fmt: skip
+    out["judge_time"] = timing(rows)
+    t = out["judge_time"]
+    print(f"\nthe judge's time per query (verdicts of every hit, {t['queries']} queries): "
+          f"p50 {t['p50_ms']:.3f} ms, p95 {t['p95_ms']:.3f} ms")  # fmt: skip
     return out
 
 
 def load_row(raw: dict[str, Any]) -> Asked:
-    hits = [Hit(**{**h, "keys": frozenset(h["keys"])}) for h in raw["hits"]]
+    hits = [Hit(h["signals"], frozenset(h["keys"])) for h in raw["hits"]]
     return Asked(**{**raw, "targets": frozenset(raw["targets"]), "hits": hits})
+
+
+def training_table(path: Path) -> list[dict[str, Any]]:
+    """The training data's train/dev/test figures of the hand floor and the judge (train_relevance.py's table)."""
+    import train_relevance as tr
+
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    rows = {s: [tr.Row(**r) for r in got] for s, got in raw.items()}
+    shipped = judge.load()
+    if shipped is None:
+        raise SystemExit("the judge's weights cannot be read")
+    figures = tr.table(rows, shipped)
+    tr.show(figures)
+    return figures
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -341,8 +300,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--locomo", type=Path, help="locomo10.json (default: $MEMVAULT_BENCH_DATA/locomo/)")
     parser.add_argument("--cache", type=Path, help="keep the index databases here and reuse them")
     parser.add_argument("--json", type=Path, help="write every number (and every hit's signals) to this file")
-    parser.add_argument("--max-injecting", type=float, default=0.05, help="bound on dev unrelated prompts injecting")
     parser.add_argument("--rows", type=Path, help="reuse the signals saved by an earlier --json run (no recall)")
+    parser.add_argument("--training-rows", type=Path, help="also the training data's table (train_relevance --rows)")
     args = parser.parse_args(argv)
     if args.rows:
         saved = json.loads(args.rows.read_text(encoding="utf-8"))["rows"]
@@ -351,16 +310,13 @@ def main(argv: list[str] | None = None) -> int:
         embedder = embed.load()
         with tempfile.TemporaryDirectory(prefix="memvault-floor-") as tmp:
             rows = collect(args, embedder, Path(tmp))
-    floor, table = fit(rows, args.max_injecting)
-    br.table("β grid (dev): the lowest τ meeting the bound, and what it keeps",
-             ["β", "τ", "LoCoMo R@10", "preference R@10"],
-             [[f"{t['beta']:g}", f"{t['tau']:.3f}", f"{t['locomo_dev_R@10']:.3f}", f"{t['prefs_dev_R@10']:.3f}"]
-              for t in table])  # fmt: skip
-    out = report(rows, floor) | {"grid": table}
+    out = report(rows)
+    if args.training_rows:
+        out["training"] = training_table(args.training_rows)
     if args.json:
         out["rows"] = [
             {**r.__dict__, "targets": sorted(r.targets),
-             "hits": [{**h.__dict__, "keys": sorted(h.keys)} for h in r.hits]} for r in rows
+             "hits": [{"signals": h.signals, "keys": sorted(h.keys)} for h in r.hits]} for r in rows
         ]  # fmt: skip
         args.json.write_text(json.dumps(out), encoding="utf-8")
         print(f"\nwrote {args.json}")
