@@ -46,7 +46,7 @@ def small_vault(tmp_path: Path, embedder) -> tuple[Vault, ix.Index]:
 
 
 def local(embedder):
-    return lambda text, timeout: (embedder.name, embedder.encode([text])[0])
+    return lambda text, timeout: (embedder.name, embedder.encode_query([text])[0])
 
 
 def top(result: search.Result) -> str:
