@@ -464,8 +464,31 @@ SPANS: list[tuple[str, str, int]] = [
     *[(f"neighbour chunks {b}", "neighbours", b) for b in (1260, 2000)],
     ("best chunks 1260", "best", 1260),
     *[(f"excerpt {b}", "excerpt", b) for b in (840, 1010, 1260, 1500, 2000)],
+    # the budget of all the hits spent on their best chunks together (`passages.spread`, as shipped), then next to them
+    *[(f"spread {b}", "spread", b) for b in (840, 1010, 1260, 1500)],
 ]
+# The spread's variants, scored on the training data only (--set spans), where its windows were chosen.
+SPREAD_VARIANTS: list[tuple[str, str, int]] = [
+    *[(f"spread, {w} windows {b}", f"spread-{w}", b) for w in ("paragraph", "chunk") for b in (1010, 1260)],
+    *[(f"spread, {w} windows, widened in turn {b}", f"spread-{w}-turn", b) for w in ("paragraph", "chunk", "first")
+      for b in (1010, 1260)],
+    *[(f"spread, best chunks only {b}", "spread-chunks", b) for b in (1010, 1260)],
+]
+SPREAD_WINDOW = passages.SPREAD_WINDOW  # the shipped one (span_options sets the module's for a variant)
 SHIPPED = (passages.FILL, search.DEFAULT_OPTIONS.passage_chars)  # the fill and per-hit characters recall ships
+
+
+def span_options(fill: str, chars: int, **options: Any) -> search.Options:
+    """Recall's options for a row of SPANS ("snippet": the best chunk's snippet is scored; "spread-chunks": the
+    spread without its neighbour fill; "spread-chunk", "spread-first": its other windows; set on `passages` for
+    this process)."""
+    passages.SPREAD_NEIGHBOURS = fill != "spread-chunks"
+    passages.SPREAD_SIDES = "turn" if fill.endswith("-turn") else "next"
+    window = fill.removesuffix("-turn").removeprefix("spread-")
+    passages.SPREAD_WINDOW = window if window in ("chunk", "first", "paragraph") else SPREAD_WINDOW
+    actual = "chunk" if fill == "snippet" else "spread" if fill.startswith("spread") else fill
+    return search.Options(budget_ms=60_000, passage_fill=actual, passage_chars=chars or chunking.MAX_CHUNK_CHARS,
+                          **options)  # fmt: skip
 
 
 def flat(text: str) -> str:
@@ -492,8 +515,7 @@ def span_curve(built: Built, corpus: Corpus, embedder: embed.Embedder, k: int, s
     only = [q for q in corpus.queries if 1 <= q.category <= 4]
     out: dict[str, dict[str, float]] = {}
     for label, fill, chars in spans:
-        options = search.Options(k=k, fusion="adaptive", budget_ms=60_000, passage_fill=fill if fill != "snippet"
-                                 else "chunk", passage_chars=chars or chunking.MAX_CHUNK_CHARS)  # fmt: skip
+        options = span_options(fill, chars, k=k, fusion="adaptive")
         got, shown_chars, started = 0.0, 0, time.perf_counter()
         for q in only:
             res = search.recall(built.index, q.text, options._replace(group=q.group), query_vector)
@@ -540,11 +562,10 @@ def span_choice(kepano: Path, embedder: embed.Embedder, work: Path, cache: Path 
         return embedder.name, vectors[text]
 
     out: dict[str, Any] = {}
-    for label, fill, chars in SPANS:
+    for label, fill, chars in [*SPANS, *SPREAD_VARIANTS]:
         per: dict[str, list[float]] = {}
         for ex in examples:
-            options = search.Options(k=10, budget_ms=60_000, passage_fill="chunk" if fill == "snippet" else fill,
-                                     passage_chars=chars or chunking.MAX_CHUNK_CHARS)  # fmt: skip
+            options = span_options(fill, chars, k=10)
             hit = next((h for h in search.recall(built.index, ex.prompt, options, query_vector).hits
                         if h.path == ex.group), None)  # fmt: skip
             if hit is None:

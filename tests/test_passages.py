@@ -105,3 +105,53 @@ def test_the_context_cuts_the_last_passage_to_fit_and_drops_what_cannot(vault_di
     assert "ghp_" + "a" * 36 not in text and "<private>" not in text
     assert inject.recall_context([{"path": "a.md", "title": "A", "snippet": "only a snippet"}], 3000)[0].count(
         "only a snippet") == 1  # fmt: skip
+
+
+SECOND = "For the Zephyrq billing consumer the lasting fix: max.poll.records down to 200 and a second partition."
+
+
+def two_part_note() -> str:
+    """A note whose best chunk asks and whose second-best chunk, further on, answers (out of any excerpt's reach)."""
+    fill = [f"{FILLER[i % 4]} Entry {i}." for i in range(40)]
+    return "# Ops log\n\n" + "\n\n".join([*fill[:9], MATCH, *fill[9:26], SECOND, *fill[26:]]) + "\n"
+
+
+def test_spread_gives_a_strong_note_its_second_best_chunk_and_a_weak_note_its_snippet() -> None:
+    notes = [[Piece(i, f"strong {i} " + "s" * 290) for i in range(6)], [Piece(0, "weak " + "w" * 295)]]
+    text = {p.seq: p.text for p in notes[0]}
+    scored = [{1: 1.2, 4: 0.9, 0: 0.2}, {0: 0.1}]
+    shown = passages.spread(notes, scored, 820, [100, 100], ["strong"], neighbours=False)
+    assert shown == [text[1] + passages.GAP + text[4], ""], shown  # the weak note keeps its snippet's reserve
+    scored = [{1: 1.2, 4: 0.9}, {0: 0.1}]
+    filled = passages.spread(notes, scored, 1400, [100, 100], ["strong"])
+    assert filled[1] == notes[1][0].text
+    # what is left widens the windows in the order taken, each side by at most the window's size, the following first
+    first, second = filled[0].split(passages.GAP)
+    assert first.startswith("… ") and first.endswith("\n\n" + text[1] + "\n\n" + text[2]), first
+    assert second == text[4], second
+    assert sum(map(len, filled)) <= 1400
+    question, reply = "the zephyrq question " + "q" * 200, "the answer " + "a" * 180
+    answer = [Piece(0, "intro " * 40 + "\n\n" + question), Piece(1, reply + "\n\nmore"), Piece(2, "tail " * 30)]
+    window = passages.spread([answer], [{0: 1.0}], 1000, [0], ["zephyrq"], neighbours=False)[0]
+    assert window == question + "\n\n" + reply, window  # its chunk's size, centred on the paragraph that matches
+
+
+def test_the_hook_shows_the_answer_in_a_notes_second_best_chunk(vault_dir: Path, memvault_home: Path) -> None:
+    """The defect: each hit showed one window around its best chunk, so an answer further on in a strong note was
+    never shown, however little the weaker hits needed."""
+    body = two_part_note()
+    seqs = {name: next(c.seq for c in chunking.chunks(body) if text[:60] in " ".join(c.text.split()))
+            for name, text in (("match", MATCH), ("answer", SECOND))}  # fmt: skip
+    assert seqs["answer"] >= seqs["match"] + 2, seqs  # the set-up: no excerpt of the best chunk reaches it
+    (vault_dir / "Notes").mkdir(exist_ok=True)
+    (vault_dir / "Notes" / "Ops log.md").write_text(body, encoding="utf-8")
+    for i, word in enumerate(("billing", "topic", "consumer", "month-end")):
+        (vault_dir / "Notes" / f"Other {i}.md").write_text(f"# Other {i}\n\nThe {word} list is kept here.\n")
+    configure(memvault_home, f"vault:\n  root: {vault_dir}\nembedding:\n  warm_service: false\n")
+    vault = open_vault(vault_dir)
+    vault.reindex(vectors="none")
+    result = vault.recall("zephyrq consumer lagged billing topic month-end invoicing", floor=False)
+    assert result.hits[0].path == "Notes/Ops log.md" and len(result.hits) == 5, [h.path for h in result.hits]
+    context, kept = inject.recall_context([h.as_dict() for h in result.hits], vault.config.recall.max_context_chars)
+    assert len(kept) == 5 and len(context) <= vault.config.recall.max_context_chars
+    assert "max.poll.records down to 200" in context, context

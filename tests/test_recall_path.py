@@ -95,3 +95,28 @@ def test_with_the_warm_service_the_three_ways_show_the_same_passages(example: Pa
             assert inject.redact(passages.entry(hit["title"], hit["path"], hit["heading"], hit["passage"])) in mcp_text
         given += len(kept)
     assert given > 0
+
+
+def test_several_chunks_of_one_note_are_shown_the_same_three_ways(example: Path) -> None:  # noqa: F811
+    """A strong note shows its best chunk and its second-best one further on (`passages.spread`), through the hook,
+    the CLI and MCP alike; the next prompt of the session leaves that note out and spreads over the others."""
+    from .test_passages import MATCH, SECOND, two_part_note
+
+    (example / "Notes").mkdir(exist_ok=True)
+    (example / "Notes" / "Ops log.md").write_text(two_part_note(), encoding="utf-8")
+    from memvault import open_vault
+
+    open_vault(example).reindex(vectors="none")
+    prompt = "zephyrq consumer lagged billing topic month-end invoicing"
+    hits = by_cli(prompt, "--wait", "0")["hits"]
+    ops = next(h for h in hits if h["path"] == "Notes/Ops log.md")
+    assert MATCH in ops["passage"] and SECOND in ops["passage"] and passages.GAP in ops["passage"], ops["passage"]
+    expected, _ = passages.context(hits, 6000, inject.redact)
+    assert hook_context(prompt, "spread") == expected
+    assert inject.redact(passages.entry(ops["title"], ops["path"], ops["heading"], ops["passage"])) in by_mcp_text(
+        prompt)  # fmt: skip
+    runbook = "# Zephyrq runbook\n\nWhen the zephyrq consumer lagged on the billing topic at month-end invoicing.\n"
+    (example / "Notes" / "Zephyrq runbook.md").write_text(runbook, encoding="utf-8")
+    open_vault(example).reindex(vectors="none")
+    again = hook_context(prompt, "spread")  # the same session: the log was given, the runbook is new
+    assert "Notes/Zephyrq runbook.md" in again and "Notes/Ops log.md" not in again and len(again) <= 6000, again

@@ -322,7 +322,7 @@ def user_prompt_submit(payload: dict[str, Any], settings: dict[str, Any], record
     record["query_chars"] = len(query)
     # The hits are judged in recall, as for the CLI and MCP (the floor, and the reason a ledger, a daily note or a
     # skill entry needs); here only what this session was given already is left out.
-    result = _recall(root, folder, query, settings, extra=min(len(already), 20))  # room to drop what it has
+    result = _recall(root, folder, query, settings, extra=min(len(already), 20), given=already)  # room to drop it
     hits = [h for h in result["hits"] if h["path"] not in already]
     context, kept = inject.recall_context(hits[: recall["k"]], recall["max_context_chars"])
     record.update(
@@ -364,7 +364,9 @@ def _logged(hit: Mapping[str, Any]) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _recall(root: Path, folder: str, prompt: str, settings: dict[str, Any], extra: int) -> dict[str, Any]:
+def _recall(
+    root: Path, folder: str, prompt: str, settings: dict[str, Any], extra: int, given: set[str] | None = None
+) -> dict[str, Any]:
     """`recall.Result.as_dict()` for the prompt, within what is left of the hook's budget.
 
     The warm service runs the whole recall beside its loaded model, so this process imports no
@@ -387,6 +389,9 @@ def _recall(root: Path, folder: str, prompt: str, settings: dict[str, Any], extr
         **{key: recall[key] for key in RECALL_KEYS},
         "daily_folder": eligible.daily_folder(root),
         "passage_chars": passages.per_hit(recall["max_context_chars"], recall["k"]),  # as the CLI and MCP show
+        # the passages are chosen for the k hits the hook shows: past what this session was given (`search.Options`)
+        "shown": recall["k"],
+        "given": sorted(given or ()),
     }
     index_file = _index_file(root, folder, settings)
     if budget_ms < VECTOR_MIN_SHARE * recall["prompt_budget_ms"]:

@@ -1,11 +1,12 @@
-"""Which span of a recalled note is shown: its best chunk, then the chunks next to it, within a per-hit budget.
+"""Which spans of the recalled notes are shown: the best chunks of all the hits together, then the text next to them.
 
-A hit's note is chunked (index.chunking, about a kilobyte a chunk); the chunk of best meaning and words is shown
-first (`search`), and what is left of the hit's character budget is filled by the strategy `FILL`. On LoCoMo
-session notes the evidence is often a reply next to the chunk that matches ("Yup, we did it yesterday!"), so
-the shipped fill takes the following chunk, then the preceding one, cut at a paragraph or sentence to what
-fits (wiki/explanation/recall.md, "What is shown"). The budget comes from the hook's `recall.max_context_chars`
-and `recall.k` (`per_hit`), so the hook, the CLI and MCP show the same passage for the same hit.
+A hit's note is chunked (index.chunking, about a kilobyte a chunk). The shipped fill, "spread" (`spread`), ranks
+the chunks of every shown hit by how well they match the prompt and takes them best first within the budget of
+all the hits, so a strong note shows several chunks and a weak one its snippet; what is left goes to the chunks
+next to those taken (the evidence is often a reply next to what matches: "Yup, we did it yesterday!"). The per-note
+fills (`choose`: the best chunk, then its neighbours or paragraphs) are kept for the benchmark's curve
+(wiki/explanation/recall.md, "What is shown"). The budget comes from the hook's `recall.max_context_chars` and
+`recall.k` (`per_hit` per shown hit), so the hook, the CLI and MCP show the same passages for the same hits.
 
 Runs on the prompt path: the standard library and `store.privacy` only.
 """
@@ -22,8 +23,17 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING (mypy reads it so) without importi
 if TYPE_CHECKING:
     from typing import Any
 
-FILLS = ("chunk", "neighbours", "best", "next", "excerpt")  # "chunk": the best chunk alone (before this module)
-FILL = "excerpt"
+FILLS = ("chunk", "neighbours", "best", "next", "excerpt", "spread")  # "chunk": the best chunk alone (before)
+# "spread" is chosen over the final hits (`spread`), not per note: per note it is "excerpt" (a hit the floor dropped).
+SPREAD = "spread"
+SPREAD_NEIGHBOURS = True  # "spread" gives what is left after the best chunks to the chunks next to them
+# How "spread" shows a ranked chunk: "paragraph" (a window of its size around its paragraph naming the prompt most),
+# "chunk" (the chunk whole), "first" (a hit's first chunk as "paragraph", its others as "chunk").
+SPREAD_WINDOW = "first"
+# How "spread" widens a window with what is left: "next" (the following text up to the window's size, then the
+# preceding), "turn" (a paragraph after, one before, in turn, up to its size in all).
+SPREAD_SIDES = "next"
+FILL = SPREAD  # chosen on the training data's dev split (bench_recall.py --set spans)
 # Characters of the recall context the hook spends on its own text (the fence, the header line) and per hit on the
 # title and path line; `per_hit` gives each of the k hits an equal share of the rest.
 CONTEXT_OVERHEAD = 250
@@ -61,7 +71,7 @@ def choose(
     by_seq = {p.seq: p for p in pieces}
     if first not in by_seq:
         return []
-    if fill == "excerpt":
+    if fill in ("excerpt", SPREAD):
         return [(first, excerpt(pieces, first, budget, terms))]
     shown = {first: _head(by_seq[first].text, budget)}
     room = budget - len(shown[first])
@@ -117,6 +127,108 @@ def excerpt(pieces: Sequence[Piece], first: int, budget: int, terms: Sequence[st
     return "\n\n".join([*head[::-1], shown, *tail])
 
 
+def spread(
+    notes: Sequence[Sequence[Piece]], scored: Sequence[Mapping[int, float]], budget: int, reserve: Sequence[int],
+    terms: Sequence[str] = (), neighbours: bool | None = None,
+) -> list[str]:
+    """The passages of several hits at once (per hit, "" for none): `budget` characters spent on the best chunks
+    of all the hits together, not a share per hit.
+
+    `notes[i]` are hit i's chunks in note order (those its passage may draw on); `scored[i]` maps some of their
+    seqs to how well the chunk matches the prompt (cosine + coverage, as `search` picks a hit's best chunk); only
+    those are ranked. Best first across hits, each ranked chunk is shown (`SPREAD_WINDOW`, shipped "first"): a
+    hit's first as a window of the chunk's size around its paragraph naming most of `terms` (reading on into the
+    next chunk when that paragraph ends its chunk, as `excerpt`), a hit's further ones whole, leaving out what is
+    shown already; the first that does not fit is cut to what is left, and the ranking stops. A hit given nothing
+    shows its snippet, whose `reserve[i]` characters are kept for it until it gets a window. With `neighbours`
+    (default SPREAD_NEIGHBOURS), what is left then widens the windows in the order they were taken: the text after
+    each, then before it, each side by at most the window's size (`SPREAD_SIDES`). So a strong note shows several
+    spans, merged when they meet, and a weak note its snippet.
+    """
+    neighbours = SPREAD_NEIGHBOURS if neighbours is None else neighbours
+    stems = _stems(terms)
+    paras = [[(p.seq, para) for p in pieces for para in _paragraphs(p.text)] for pieces in notes]
+    shown: list[dict[int, str]] = [{} for _ in notes]  # per hit: paragraph index → the text shown of it
+    room = budget - sum(reserve)
+    ranked = sorted((-score, i, seq) for i, scores in enumerate(scored) for seq, score in scores.items())
+    windows: list[tuple[int, int, int]] = []  # (hit, a paragraph of the window, its chunk's size)
+    for _, i, seq in ranked:
+        own = [j for j, (s, _) in enumerate(paras[i]) if s == seq and j not in shown[i]]
+        if not own:
+            continue
+        size = sum(len(paras[i][j][1]) + 2 for j in own)
+        free = 0 if shown[i] else reserve[i]
+        limit = min(size, room + free - len(GAP))
+        if limit < MIN_PIECE:
+            break
+        named = [_named(paras[i][j][1], stems) for j in own]
+        anchor = own[named.index(max(named))]
+        text = paras[i][anchor][1]
+        whole = SPREAD_WINDOW == "chunk" or (SPREAD_WINDOW == "first" and shown[i])
+        if whole and limit == size:
+            got = {j: paras[i][j][1] for j in own}
+        else:
+            got = {anchor: _head(text, limit)} if len(text) > limit else {anchor: text}
+            got.update(_grow(paras[i], {**shown[i], **got}, anchor, anchor, limit - len(got[anchor]) - 2))
+        shown[i].update(got)
+        room -= sum(len(t) + 2 for t in got.values()) + len(GAP) - free
+        windows.append((i, anchor, size))
+        if limit < size:  # the budget ran out inside this chunk
+            break
+    for i, anchor, size in windows if neighbours else ():
+        if room < MIN_PIECE + len(GAP):
+            break
+        lo = hi = anchor
+        while lo - 1 in shown[i]:
+            lo -= 1
+        while hi + 1 in shown[i]:
+            hi += 1
+        for step in (1, -1) if SPREAD_SIDES == "next" else (0,):  # 0: both sides in turn
+            if room < MIN_PIECE + len(GAP):
+                break
+            got = _grow(paras[i], shown[i], lo, hi, min(size, room - len(GAP)), step)
+            shown[i].update(got)
+            room -= sum(len(t) + 2 for t in got.values()) + (len(GAP) if got else 0)
+            hi, lo = (max([hi, *got]), lo) if step == 1 else (hi, min([lo, *got]))
+    out = []
+    for hit in shown:
+        text, last = "", None
+        for j in sorted(hit):
+            if last is not None:
+                text += "\n\n" if j == last + 1 else GAP
+            text, last = text + hit[j].strip(), j
+        out.append(text)
+    return out
+
+
+def _grow(paragraphs: Sequence[tuple[int, str]], shown: Mapping[int, str], lo: int, hi: int, limit: int,
+          step: int = 0) -> dict[int, str]:  # fmt: skip
+    """The paragraphs taken around `paragraphs[lo..hi]`: the next, then the previous, in turn (`step` 1 or -1: that
+    side only), whole while they fit in `limit` (2 characters each for the blank line), the last one cut at the side
+    that touches; a side stops at a paragraph already `shown` or at the note's end."""
+    got: dict[int, str] = {}
+    after, before = hi + 1, lo - 1
+    moved = True
+    while moved and limit >= MIN_PIECE:
+        moved = False
+        for side in (1, -1) if not step else (step,):
+            j = after if side == 1 else before
+            if not 0 <= j < len(paragraphs) or j in shown or limit < MIN_PIECE:
+                continue
+            text = paragraphs[j][1]
+            if len(text) + 2 > limit:
+                cut = (_head if side == 1 else _tail)(text, limit - 2)
+                if len(cut) >= MIN_PIECE:
+                    got[j] = cut
+                limit = 0
+                break
+            got[j] = text
+            limit -= len(text) + 2
+            moved = True
+            after, before = (after + 1, before) if side == 1 else (after, before - 1)
+    return got
+
+
 _WORDS = re.compile(r"\w+")
 
 
@@ -128,6 +240,16 @@ def _named(paragraph: str, stems: Sequence[str]) -> int:
     """How many of the query's terms (by their first five letters) a paragraph names."""
     words = {w[:5] for w in _WORDS.findall(paragraph.lower())}
     return sum(stem in words or any(w.startswith(stem) for w in words) for stem in stems)
+
+
+def named(text: str, terms: Sequence[str]) -> float:
+    """The share of the prompt's `terms` a text names (by their first five letters)."""
+    stems = _stems(terms)
+    return _named(text, stems) / len(stems) if stems else 0.0
+
+
+def _stems(terms: Sequence[str]) -> list[str]:
+    return [t[:5] for t in dict.fromkeys(t.lower() for t in terms) if t]
 
 
 def render(shown: Sequence[tuple[int, str]]) -> str:

@@ -65,6 +65,10 @@ class Options(Record):
     # The characters of each hit's shown passage, and how it is filled past the best chunk (`passages`).
     passage_chars: int = passages.per_hit(6000, 5)  # the defaults of recall.max_context_chars and recall.k
     passage_fill: str = passages.FILL
+    # "spread" (`passages.spread`) spends passage_chars × the hits shown across the first `shown` hits (0: k) not
+    # in `given` (what the hook gave this session already: ranked and judged as any, shown no passage).
+    shown: int = 0
+    given: frozenset[str] = frozenset()
 
     @property
     def floor(self) -> relevance.Floor:
@@ -84,9 +88,9 @@ def options_from(data: dict[str, object]) -> Options:
         default = getattr(defaults, key, None)
         if key not in Options._fields:
             raise ValueError(f"unknown recall option {key!r}")
-        if key == "exclude":
+        if key in ("exclude", "given"):
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                raise ValueError("exclude must be a list of paths")
+                raise ValueError(f"{key} must be a list of paths")
             values[key] = frozenset(value)
         elif isinstance(default, bool) or default is None:
             if value is not None and not isinstance(value, (bool, str)):
@@ -210,12 +214,15 @@ def recall(
     if options.fusion == "adaptive":  # the fixed-weight fusions stay the seed's formulas, untouched
         ranked = _pin_identifiers(index, query, ranked, keyword)
     after = ranked[options.k][1] if len(ranked) > options.k else None
-    hits = _hits(index, query, ranked[: options.k], vector, keyword, postings, blob, options, after)
+    scored: dict[str, tuple[int, dict[int, float]]] = {}  # path → its note id, {chunk id: how well it matches}
+    hits = _hits(index, query, ranked[: options.k], vector, keyword, postings, blob, options, after, scored)
     floor = options.floor
     result.hits = [h for h in hits if not floor.on or relevance.verdict(signals_of(h), floor)[0]]
     if floor.on:  # what is injected goes by the judge's P (fusion's order among equals)
         result.hits.sort(key=lambda h: -h.probability)
     result.dropped = [h for h in hits if h not in result.hits]
+    if options.passage_fill == passages.SPREAD:
+        result.hits = _spread(index, result.hits, scored, options, terms)
     if hits and not result.hits:
         best = max(hits, key=lambda h: relevance.relevance(signals_of(h), floor))
         floor_reason = f"{FLOOR_REASON} (best: {best.why})"
@@ -416,10 +423,12 @@ def _hits(
     blob: bytes | None,
     options: Options,
     after: float | None = None,
+    scored: dict[str, tuple[int, dict[int, float]]] | None = None,
 ) -> list[Hit]:
     """The ranked notes as hits, each with the chunk that best shows why it is relevant and that chunk's signals.
 
-    `after`: the fusion score of the note just past these (the last hit's margin is over it).
+    `after`: the fusion score of the note just past these (the last hit's margin is over it). `scored` is filled
+    with each hit's chunks' match (cosine + coverage; keyword-only, the shown chunk's coverage) for `_spread`.
     """
     floor = options.floor
     kw_top = max((s for s, _ in keyword.values()), default=0.0) or 1.0
@@ -469,6 +478,9 @@ def _hits(
         pool = pools.get(note_id, [])
         shown_by = {c: near.get(c, 0.0) + SHOWN_COVERAGE_WEIGHT * covered.get(c, (0.0, 0))[0] for c in pool}
         passage = _passage(index, note_id, seq, options, terms, shown_by)
+        if scored is not None:
+            scored[path] = (note_id, shown_by or {chunk_id: near.get(chunk_id, 0.0) + SHOWN_COVERAGE_WEIGHT *
+                                                  covered.get(chunk_id, (0.0, 0))[0]})  # fmt: skip
         chosen = signals[judged]
         hits.append(
             Hit(
@@ -522,6 +534,29 @@ def _passage(
     rows = index.conn.execute(sql + " ORDER BY seq", params).fetchall()
     pieces = [passages.Piece(s, t, scores.get(c, 0.0)) for c, s, t in rows]
     return passages.render(passages.choose(pieces, seq, options.passage_chars, options.passage_fill, terms))
+
+
+def _spread(
+    index: Index, hits: list[Hit], scored: dict[str, tuple[int, dict[int, float]]], options: Options, terms: list[str]
+) -> list[Hit]:
+    """`hits` with the passages of the first `options.shown` (0: k) not in `options.given` chosen together
+    (`passages.spread`, passage_chars × their number); a shown hit that gets no chunk shows its snippet."""
+    shown = [h for h in hits if h.path not in options.given][: options.shown or options.k]
+    notes: list[list[passages.Piece]] = []
+    ranks: list[dict[int, float]] = []
+    sql = "SELECT id, seq, text FROM chunks WHERE note_id = ? AND seq BETWEEN ? AND ? ORDER BY seq"
+    for hit in shown:
+        note_id, scores = scored[hit.path]
+        rows = index.conn.execute(sql, (note_id, 0, SHOWN_MAX_CHUNKS)).fetchall()
+        if len(rows) > SHOWN_MAX_CHUNKS:  # a note too long to score all its chunks: the shown one's neighbours
+            rows = index.conn.execute(sql, (note_id, hit.chunk - 2, hit.chunk + 2)).fetchall()
+        elif len(scores) < len(rows):  # keyword-only: each chunk by the share of the prompt's words it names
+            scores = {c: SHOWN_COVERAGE_WEIGHT * passages.named(text, terms) for c, _, text in rows}
+        notes.append([passages.Piece(seq, text) for _, seq, text in rows])
+        ranks.append({seq: scores[c] for c, seq, _ in rows if c in scores})
+    chosen = passages.spread(notes, ranks, options.passage_chars * len(shown), [len(h.snippet) for h in shown], terms)
+    given = {h.path: text or h.snippet for h, text in zip(shown, chosen, strict=True)}
+    return [h._replace(passage=given[h.path]) if h.path in given else h for h in hits]
 
 
 def _margin(ranked: list[tuple[int, float]], rank: int, after: float | None) -> float:
