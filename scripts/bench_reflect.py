@@ -34,7 +34,8 @@ tests/data/README.md). Without it the benchmark prints one `skipped:` line and e
    for tuning.
 
 `--judge` mines offline with the trained statement judge (`miner.mine(judged=True)`) instead of the
-preference and workflow rules. `--miner claude` mines with headless Claude Code instead (the user's
+preference and workflow rules (with sentence vectors: the warm service's, else the model loaded in this
+process; `--judge-lexical` without them). `--miner claude` mines with headless Claude Code instead (the user's
 own `claude`, one call per window of each transcript: it costs tokens); `--windows` only prints how many windows and
 characters each transcript would send, without calling anything.
 """
@@ -64,6 +65,7 @@ import reflect_corpus  # noqa: E402
 from reflect_score import CATEGORIES, ROUTES, score, score_corpus  # noqa: E402
 
 from memvault.reflect import miner, readers, transcript  # noqa: E402
+from memvault.reflect.mine import judge  # noqa: E402
 
 LABELS = REPO / "scripts" / "data" / "reflect_labels.json"
 EXAMPLE_VAULT = REPO / "examples" / "vault"
@@ -400,8 +402,10 @@ def bench_corpus(out: Path, corpus: Path, report_test: bool) -> dict[str, Any]:
         if turns is None:
             row.update(status="unreadable", why=why)
             continue
+        judge.LAST_SOURCE[0] = "none"
         cands = miner.mine(turns, judged=JUDGED[0])
-        row.update(status="ok", seconds=time.perf_counter() - start, candidates=cands, unplaced=unplaced)
+        row.update(status="ok", seconds=time.perf_counter() - start, candidates=cands, unplaced=unplaced,
+                   vectors=judge.LAST_SOURCE[0])  # fmt: skip
         seen = {t.line for t in turns if t.role == "user"}
         row["turns_seen"] = sum(1 for line in s["turns"] if line in seen)
         row["turns_labelled"] = len(s["turns"])
@@ -430,6 +434,7 @@ def bench_corpus(out: Path, corpus: Path, report_test: bool) -> dict[str, Any]:
                 **scored,
             }
         result["splits"][part] = table
+    result["judge_vectors"] = dict(Counter(r["vectors"] for r in rows if r["status"] == "ok"))
     result["unreadable"] = [f"{r['id']}: {r['why']}" for r in rows if r["status"] == "unreadable"]
     result["missing"] = [r["id"] for r in rows if r["status"] == "missing"]
     return result
@@ -474,6 +479,8 @@ def print_corpus(result: dict[str, Any], verbose: bool) -> None:
                 print(f"  {m['transcript']} {m['confidence']} {m['lines']} {m['quote'][:100]}")
     for line in result["unreadable"]:
         print(f"unreadable: {line}")
+    if set(result["judge_vectors"]) - {"none"}:
+        print(f"the judge's sentence vectors, by session: {result['judge_vectors']}")
     if result["missing"]:
         print(f"missing from the export (run scripts/reflect_corpus.py export): {', '.join(result['missing'])}")
     if result["held_out"] is not None:
@@ -495,8 +502,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpus-labels", type=Path, default=reflect_corpus.CORPUS, help="the corpus *.json folder")
     parser.add_argument("--report-test", action="store_true", help="corpus mode: also read and report the test split")
     parser.add_argument("--judge", action="store_true", help="offline: the statement judge instead of the rules")
+    parser.add_argument("--judge-lexical", action="store_true", help="--judge without sentence vectors")
     args = parser.parse_args(argv)
-    JUDGED[0] = True if args.judge else None
+    JUDGED[0] = True if args.judge or args.judge_lexical else None
+    if args.judge_lexical:
+        judge.VECTORS = False
     if args.corpus is not None or (args.data is None and bench_data.find(None, CORPUS_DATA, "--corpus")):
         found = bench_data.require(args.corpus, CORPUS_DATA, "--corpus", "the exported reflection corpus")
         corpus = bench_corpus(found, args.corpus_labels, args.report_test)

@@ -1,6 +1,18 @@
 """Train the statement judge (memvault/reflect/mine/judge.py) from the labelled reflection corpus; write its weights.
 
-    python scripts/train_judge.py [--corpus DIR] [--out FILE] [--seed 28] [--limit N] [--quiet]
+    python scripts/train_judge.py [--corpus DIR] [--out FILE] [--seed 28] [--limit N] [--no-vectors] [--quiet]
+
+Two models, each written to the package:
+1. the lexical model (judge_weights.json): multinomial LR over hashed words, pairs, trigrams and cues
+   (`judge.features`); the judge without sentence vectors;
+2. the vector model (judge_weights_vectors.json): multinomial LR over [the packaged MiniLM's vector of
+   the unit ⊕ its vector of the agent's message the unit answers (its last judge.CONTEXT_CHARS
+   characters; zeros without one) ⊕ the cue features as 0/1], whose log-probabilities are blended
+   with the lexical model's (blend · vector + (1 − blend) · lexical). Vectors are computed once by
+   the model loaded here and kept in --vector-cache (an .npz) between runs. Tried on dev and left
+   out: max cosine to the train statements of each kind and to the train negatives (nearest
+   prototypes), alone or beside the vectors, and one LR over the lexical and dense features together
+   (dev AP 0.33–0.37 against 0.38 for the blend, on the first corpus).
 
 Data (see scripts/data/reflect_corpus/README.md and scripts/data/judge_README.md):
 - every session of the corpus TRAIN split (scripts/data/reflect_corpus/*.json, split by source repository;
@@ -8,18 +20,19 @@ Data (see scripts/data/reflect_corpus/README.md and scripts/data/judge_README.md
   $MEMVAULT_BENCH_DATA/reflect-corpus) by memvault's own reader (`bench_reflect.read_session`) and cut into
   units by the judge's own segmentation (`judge.units`): a unit is labelled with the kind of the labelled
   statement on its line whose quote it shares most words with (at least half of the quote's or of the
-  unit's), "none" otherwise; a unit on a labelled negative is a hard "none" (twice the weight); a unit
-  of a disputed statement is left out;
-- the hand-written sentences of scripts/data/judge_sentences.json (one unit each, in reply to the agent).
-The DEV split selects the model (hashed space size, L2 strength, the weight of statement examples: the
-best average precision of P(statement) over its units), fits the temperature (least log loss) and the
-routing thresholds (low: the best F1 of "a statement" on dev; medium and high: the lowest P(statement)
-where dev precision is still >= 0.80 and >= 0.95, with at least MIN_SUPPORT units; 1.0, never, when
-no threshold reaches it). The TEST split is never read. The model is refitted on the train data with the
-chosen settings; training is deterministic (L-BFGS from zeros; --seed orders the examples and slices).
+  unit's), "none" otherwise; a unit on a labelled negative is a hard "none" (twice the weight), but one on a
+  "pasted-text" negative is left out (PASTED_WEIGHT), as is a unit of a disputed statement;
+- the hand-written sentences of scripts/data/judge_sentences.json (one unit each, in reply to one of its
+  hand-written agent messages).
+The DEV split selects each model (hashed space size, L2 strengths, the weight of statement examples, the
+blend: the best average precision of P(statement) over its units), fits each one's temperature (least log
+loss) and routing thresholds (`calibrate`). The TEST split is never read. Each model is refitted on the
+train data with the chosen settings; training is deterministic (L-BFGS from zeros; --seed orders the
+examples).
 
-Needs numpy and scipy (a development dependency only: the product reads the weights in pure Python).
-`--limit N` trains on the first N sessions of each split and `--quick` tries one setting (the tests' run).
+Needs numpy and scipy, and sentence-transformers for the vectors (development only: the product reads
+the weights in pure Python). `--limit N` trains on the first N sessions of each split and `--quick` tries
+one setting (the tests' run).
 """
 
 from __future__ import annotations
@@ -44,19 +57,32 @@ from bench_reflect import read_session  # noqa: E402
 from reflect_score import words  # noqa: E402
 from scipy import optimize, sparse  # noqa: E402
 
+from memvault.index import embed  # noqa: E402
 from memvault.reflect.mine import judge  # noqa: E402
 from memvault.reflect.transcript import Turn  # noqa: E402
 
+# A unit on a negative labelled "pasted-text" (template rules, docs the user pasted in a turn the segmentation
+# read as typed) is left out: telling typed from pasted is the segmentation's job, and as hard "none" examples
+# their "Always…"/"Never…" lines taught the judge that plain rules are not statements. On dev (where they stay
+# hard "none") it is a wash (average precision 0.253/0.301 with them at weight 2, 0.253/0.304 without,
+# lexical/blend); plain rules such as "never push to main" score about twice as high without them.
+PASTED_WEIGHT = 0.0
 HAND = REPO / "scripts" / "data" / "judge_sentences.json"
 OUT = REPO / "memvault" / "reflect" / "mine" / judge.WEIGHTS_FILE
-DIMS = (4096, 16384)
+VECTORS_OUT = OUT.with_name(judge.VECTOR_WEIGHTS_FILE)
+DIMS = (4096,)  # 16384 was tried on the first corpus and lost to 4096
 L2S = (0.1, 0.3, 1.0)
 POS_WEIGHTS = (1.0, 3.0)
+VECTOR_L2S = (0.3, 1.0, 3.0)
+BLENDS = (0.3, 0.5, 0.7, 1.0)  # the vector model's share of the blended log-probabilities
+CUE_PREFIXES = ("cue", "len", "pos", "rule", "conf", "units")  # the features the vector model reads beside the vectors
 TARGETS = {"medium": 0.80, "high": 0.95}  # dev precision at or above each threshold; "low" is the best dev F1
-MIN_SUPPORT = 5  # a threshold needs at least this many dev units at or above it
+NEGATIVES_SAVED = 0.02  # "low" saves at most this share of the dev split's labelled negatives (the issue's target)
+LOW_PRECISION = 0.5  # "low" (a candidate at all): the lowest P where dev units are statements half the time
+MIN_SUPPORT = {"low": 10, "medium": 5, "high": 10}  # a threshold needs at least this many dev units at or above it
 
 
-def _label(unit: judge.Unit, session: dict[str, Any]) -> tuple[str, float, str]:
+def _label(unit: judge.Unit, session: dict[str, Any], pasted: float = 2.0) -> tuple[str, float, str]:
     """(kind or "none", weight, tier) for a unit of a corpus session; weight 0 leaves it out."""
     mine = words(unit.text)
     best, share = None, 0.0
@@ -72,7 +98,7 @@ def _label(unit: judge.Unit, session: dict[str, Any]) -> tuple[str, float, str]:
         return (best["kind"], 0.0 if best.get("disputed") else 1.0, "" if best.get("disputed") else best["label"])
     for neg in session["negatives"]:
         if neg["line"] == unit.turn.line and words(neg["quote"]) & mine:
-            return "none", 2.0, "negative"
+            return "none", pasted if neg.get("why") == "pasted-text" else 2.0, "negative"
     return "none", 1.0, ""
 
 
@@ -92,7 +118,7 @@ def corpus_examples(export: Path, split: str, limit: int | None) -> list[dict[st
         for unit in judge.units(turns):
             if unit.turn.line not in reviewed:
                 continue
-            kind, weight, tier = _label(unit, s)
+            kind, weight, tier = _label(unit, s, PASTED_WEIGHT if split == "train" else 2.0)
             if weight:
                 out.append({"unit": unit, "kind": kind, "weight": weight, "tier": tier, "session": s["id"]})
     return out
@@ -100,10 +126,12 @@ def corpus_examples(export: Path, split: str, limit: int | None) -> list[dict[st
 
 def hand_examples() -> list[dict[str, Any]]:
     data = json.loads(HAND.read_text(encoding="utf-8"))
+    contexts = data.get("contexts") or [""]
     out = []
     for i, item in enumerate(data["sentences"]):
         turn = Turn("user", item["text"], i + 1, None, None, False)
-        unit = judge.Unit(turn, item["text"], 0, 1, True, False, "", False)
+        context = contexts[i % len(contexts)]
+        unit = judge.Unit(turn, item["text"], 0, 1, bool(context), False, "", False, context[-judge.CONTEXT_CHARS :])
         out.append({"unit": unit, "kind": item["kind"], "weight": 1.0, "tier": "hand", "session": "hand"})
     return out
 
@@ -159,12 +187,12 @@ def average_precision(score: np.ndarray, positive: np.ndarray) -> float:
     return float((precision * hits).sum() / hits.sum())
 
 
-def threshold(score: np.ndarray, positive: np.ndarray, target: float) -> float:
-    """The lowest score whose units at or above it are right at least `target` of the time (1.0: none is)."""
+def threshold(score: np.ndarray, positive: np.ndarray, target: float, support: int) -> float:
+    """The lowest score whose `support`+ units at or above it are right at least `target` of the time (1.0: none)."""
     best = 1.0
-    for t in sorted(set(np.round(score, 4)), reverse=True):
+    for t in sorted(set(score.tolist()), reverse=True):
         chosen = score >= t
-        if chosen.sum() >= MIN_SUPPORT and positive[chosen].mean() >= target:
+        if chosen.sum() >= support and positive[chosen].mean() >= target:
             best = float(t)
     return best
 
@@ -172,7 +200,7 @@ def threshold(score: np.ndarray, positive: np.ndarray, target: float) -> float:
 def best_f1(score: np.ndarray, positive: np.ndarray) -> float:
     """The score threshold with the best F1 of "a statement" over the dev units."""
     best, at = -1.0, 1.0
-    for t in sorted(set(np.round(score, 4)), reverse=True):
+    for t in sorted(set(score.tolist()), reverse=True):
         chosen = score >= t
         tp = float(positive[chosen].sum())
         f1 = 2 * tp / (chosen.sum() + positive.sum()) if tp else 0.0
@@ -199,10 +227,116 @@ def encode(wt: np.ndarray) -> tuple[str, float]:
     return base64.b64encode(ints.tobytes()).decode("ascii"), scale
 
 
+def embedded(examples: list[dict[str, Any]], cache: Path, say: Any) -> dict[str, np.ndarray] | None:
+    """Every unit's and context's MiniLM vector (kept in `cache`, an .npz, between runs); None without the model."""
+    texts = sorted({t for e in examples for t in (judge.vector_text(e["unit"]), e["unit"].context) if t})
+    known: dict[str, np.ndarray] = {}
+    if cache.is_file():
+        with np.load(cache, allow_pickle=False) as data:
+            known = dict(zip(data["texts"].tolist(), data["vectors"], strict=True))
+    missing = [t for t in texts if t not in known]
+    if missing:
+        try:
+            model = judge._embedder()
+        except embed.EmbeddingUnavailable as exc:
+            say(f"no sentence vectors ({exc}): the lexical model only")
+            return None
+        started = time.perf_counter()
+        for t, blob in zip(missing, model.encode(missing, batch_size=64), strict=True):
+            known[t] = np.frombuffer(blob, "<f4")
+        say(f"embedded {len(missing)} texts in {time.perf_counter() - started:.0f} s")
+        names = sorted(known)
+        np.savez(cache, texts=np.array(names), vectors=np.stack([known[t] for t in names]))
+    return known
+
+
+def dense(examples: list[dict[str, Any]], vecs: dict[str, np.ndarray], cues: list[str]) -> np.ndarray:
+    """[unit vector ⊕ context vector (zeros without one) ⊕ the cue features as 0/1], one row per example."""
+    dim = len(next(iter(vecs.values())))
+    zero = np.zeros(dim, "f4")
+    at = {c: i for i, c in enumerate(cues)}
+    out = np.zeros((len(examples), 2 * dim + len(cues)))
+    for r, e in enumerate(examples):
+        out[r, :dim] = vecs[judge.vector_text(e["unit"])]
+        out[r, dim : 2 * dim] = vecs[e["unit"].context] if e["unit"].context else zero
+        for f in judge.features(e["unit"]):
+            if f in at:
+                out[r, 2 * dim + at[f]] = 1.0
+    return out
+
+
+def log_probs(x: Any, wt: np.ndarray, b: np.ndarray) -> np.ndarray:
+    z = x @ wt + b
+    z = z - z.max(axis=1, keepdims=True)
+    return np.asarray(z - np.log(np.exp(z).sum(axis=1, keepdims=True)))
+
+
+def from_logs(z: np.ndarray, temperature: float) -> np.ndarray:
+    z = z / temperature
+    z = z - z.max(axis=1, keepdims=True)
+    p = np.exp(z)
+    return np.asarray(p / p.sum(axis=1, keepdims=True))
+
+
+def negatives_cut(score: np.ndarray, negatives: list[str | None], labelled: int) -> float:
+    """The lowest score at or above which at most NEGATIVES_SAVED of the `labelled` dev negatives have a unit."""
+    best = 1.0
+    for t in sorted(set(score.tolist()), reverse=True):
+        saved = {n for n, s in zip(negatives, score, strict=True) if n and s >= t}
+        if len(saved) > NEGATIVES_SAVED * labelled:
+            break
+        best = float(t)
+    return best
+
+
+def calibrate(
+    z: np.ndarray, y: np.ndarray, positive: np.ndarray, negatives: list[str | None], labelled: int
+) -> tuple[float, dict[str, float], np.ndarray]:
+    """The temperature of least dev log loss, the routing thresholds on dev, and the dev P(statement).
+
+    low: the lowest P(statement) where at least half the dev units at or above it are statements (note precision
+    counts every note written, inbox ones too; the best F1 when none is) and no more than NEGATIVES_SAVED of
+    the `labelled` dev negatives (`negatives`: the session and line of a unit on a negative's line, or None) have a unit
+    at or above it (the issue's target); medium and high: where dev precision is still >= 0.80 and >= 0.95
+    (1.0, never, when no threshold reaches it).
+    """
+    temps = [round(0.5 + 0.05 * i, 2) for i in range(51)]
+    nll = [-np.log(from_logs(z, t)[np.arange(len(y)), y] + 1e-12).mean() for t in temps]
+    temperature = temps[int(np.argmin(nll))]
+    score = statement_p(from_logs(z, temperature))
+    cuts = {name: threshold(score, positive, t, MIN_SUPPORT[name]) for name, t in TARGETS.items()}
+    cuts["low"] = threshold(score, positive, LOW_PRECISION, MIN_SUPPORT["low"])
+    if cuts["low"] >= 1.0:  # no threshold is right half the time: the best F1
+        cuts["low"] = best_f1(score, positive)
+    cuts["low"] = max(cuts["low"], negatives_cut(score, negatives, labelled))
+    cuts["medium"] = max(cuts["medium"], cuts["low"])
+    cuts["high"] = max(cuts["high"], cuts["medium"])
+    return temperature, {k: _between(score, v) for k, v in cuts.items()}, score
+
+
+def _between(score: np.ndarray, cut: float) -> float:
+    """`cut` (a dev unit's score) moved halfway down to the next lower dev score: the same dev units are at or
+    above it, and none sits on the edge where rounding or the shipped int16 weights could flip it."""
+    if cut >= 1.0:
+        return 1.0
+    below = score[score < cut]
+    return round(float(cut + below.max()) / 2 if len(below) else cut, 6)
+
+
+def at_thresholds(score: np.ndarray, positive: np.ndarray, must: np.ndarray, cuts: dict[str, float]) -> dict[str, Any]:
+    return {name: {"units": int((score >= t).sum()), "right": int(positive[score >= t].sum()),
+                   "must": int(must[score >= t].sum()), "statements": int(positive.sum()),
+                   "must_units": int(must.sum())} for name, t in cuts.items()}  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--corpus", type=Path, help="the corpus export (default: $MEMVAULT_BENCH_DATA/reflect-corpus)")
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--vectors-out", type=Path, help=f"the vector model's file (default: {judge.VECTOR_WEIGHTS_FILE} "
+                    "beside --out)")  # fmt: skip
+    ap.add_argument("--no-vectors", action="store_true", help="train the lexical model only")
+    ap.add_argument("--vector-cache", type=Path, help="where the units' vectors are kept (default: in the export)")
     ap.add_argument("--seed", type=int, default=28)
     ap.add_argument("--limit", type=int, help="only the first N sessions of each split (a quick run)")
     ap.add_argument("--quick", action="store_true", help="one setting instead of the grid (the tests' run)")
@@ -222,8 +356,20 @@ def main(argv: list[str] | None = None) -> int:
     y_train = np.array([kinds[e["kind"]] for e in train])
     y_dev = np.array([kinds[e["kind"]] for e in dev])
     pos_dev = y_dev != kinds["none"]
+    must_dev = np.array([e["tier"] == "MUST" for e in dev])
+    read = [s for s in reflect_corpus.sessions() if s["id"] in {e["session"] for e in dev}]
+    on_negative = {f"{s['id']}:{n['line']}" for s in read for n in s["negatives"]}
+    labelled = sum(len(s["negatives"]) for s in read)
+    neg_dev = [k if (k := f"{e['session']}:{e['unit'].turn.line}") in on_negative and e["kind"] == "none" else None
+               for e in dev]  # fmt: skip
     say(f"train units {len(train)} ({int((y_train != kinds['none']).sum())} statements), "
-        f"dev units {len(dev)} ({int(pos_dev.sum())} statements)")  # fmt: skip
+        f"dev units {len(dev)} ({int(pos_dev.sum())} statements, {int(must_dev.sum())} MUST)")  # fmt: skip
+    data = {"train_units": len(train), "dev_units": len(dev), "limit": args.limit,
+            "train_statements": int((y_train != kinds["none"]).sum()), "dev_statements": int(pos_dev.sum()),
+            "hand_sentences": sum(e["tier"] == "hand" for e in train),
+            "train_sessions": len({e["session"] for e in train} - {"hand"})}  # fmt: skip
+
+    # 1. the lexical model (hashed words, pairs, trigrams, cues): the judge without vectors
     best: tuple[float, int, float, float] | None = None
     grid = ((1024,), L2S[1:2], POS_WEIGHTS[:1]) if args.quick else (DIMS, L2S, POS_WEIGHTS)
     for dim in grid[0]:
@@ -233,7 +379,7 @@ def main(argv: list[str] | None = None) -> int:
                 w = np.array([e["weight"] * (pos if e["kind"] != "none" else 1.0) for e in train])
                 wt, b = fit(x_train, y_train, w, l2)
                 ap_dev = average_precision(statement_p(probs(x_dev, wt, b)), pos_dev)
-                say(f"  dim {dim:>5} l2 {l2:<4} statement weight {pos:<3}: dev AP {ap_dev:.3f}")
+                say(f"  lexical dim {dim:>5} l2 {l2:<4} statement weight {pos:<3}: dev AP {ap_dev:.3f}")
                 if best is None or ap_dev > best[0] + 1e-9:
                     best = (ap_dev, dim, l2, pos)
     assert best is not None
@@ -241,31 +387,66 @@ def main(argv: list[str] | None = None) -> int:
     x_train, x_dev = matrix(train, dim), matrix(dev, dim)
     w = np.array([e["weight"] * (pos if e["kind"] != "none" else 1.0) for e in train])
     wt, b = fit(x_train, y_train, w, l2)
-    temps = [round(0.5 + 0.05 * i, 2) for i in range(51)]
-    nll = [-np.log(probs(x_dev, wt, b, t)[np.arange(len(dev)), y_dev] + 1e-12).mean() for t in temps]
-    temperature = temps[int(np.argmin(nll))]
-    score = statement_p(probs(x_dev, wt, b, temperature))
-    cuts = {"low": best_f1(score, pos_dev), **{name: threshold(score, pos_dev, t) for name, t in TARGETS.items()}}
-    cuts["medium"] = max(cuts["medium"], cuts["low"])
-    cuts["high"] = max(cuts["high"], cuts["medium"])
+    lex_dev = log_probs(x_dev, wt, b)
+    temperature, cuts, score = calibrate(lex_dev, y_dev, pos_dev, neg_dev, labelled)
     weights, scale = encode(wt)
-    dev_at = {name: {"units": int((score >= t).sum()), "right": int(pos_dev[score >= t].sum()),
-                     "statements": int(pos_dev.sum())} for name, t in cuts.items()}  # fmt: skip
     about = {
         "trained_by": "scripts/train_judge.py",
         "seed": args.seed,
-        "data": {"train_units": len(train), "dev_units": len(dev), "limit": args.limit,
-                 "hand_sentences": sum(e["tier"] == "hand" for e in train)},
+        "data": data,
         "chosen": {"dim": dim, "l2": l2, "statement_weight": pos, "dev_average_precision": round(ap_dev, 4)},
-        "dev_at_thresholds": dev_at,
+        "dev_at_thresholds": at_thresholds(score, pos_dev, must_dev, cuts),
         "dev_reliability": reliability(score, pos_dev),
     }
     out = {"kinds": list(judge.KINDS), "dim": dim, "scale": scale, "bias": [round(float(v), 6) for v in b],
-           "temperature": temperature, "thresholds": {k: round(v, 4) for k, v in cuts.items()}, "about": about,
-           "weights": weights}  # fmt: skip
+           "temperature": temperature, "thresholds": cuts, "about": about, "weights": weights}  # fmt: skip
     args.out.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
     say(json.dumps({k: v for k, v in out.items() if k != "weights"}, indent=1))
-    say(f"wrote {args.out} ({args.out.stat().st_size:,} bytes) in {time.perf_counter() - started:.1f} s")
+    say(f"wrote {args.out} ({args.out.stat().st_size:,} bytes)")
+
+    # 2. the vector model (MiniLM vectors of the unit and of the agent's message before it, and the cues),
+    #    blended with the lexical one in log-probability
+    vectors_out = args.vectors_out or args.out.with_name(judge.VECTOR_WEIGHTS_FILE)
+    vecs = None if args.no_vectors else embedded(train + dev, args.vector_cache or export / "judge-vectors.npz", say)
+    if vecs is not None:
+        cues = sorted({f for e in train for f in judge.features(e["unit"]) if f.split(":")[0] in CUE_PREFIXES})
+        d_train, d_dev = dense(train, vecs, cues), dense(dev, vecs, cues)
+        vbest: tuple[float, float, float, float] | None = None
+        for vl2 in VECTOR_L2S[1:2] if args.quick else VECTOR_L2S:
+            for pos in POS_WEIGHTS[:1] if args.quick else POS_WEIGHTS:
+                w = np.array([e["weight"] * (pos if e["kind"] != "none" else 1.0) for e in train])
+                vwt, vb = fit(sparse.csr_matrix(d_train), y_train, w, vl2)
+                vec_dev = log_probs(d_dev, vwt, vb)
+                for blend in BLENDS:
+                    ap_v = average_precision(statement_p(from_logs(blend * vec_dev + (1 - blend) * lex_dev, 1.0)),
+                                             pos_dev)  # fmt: skip
+                    say(f"  vectors l2 {vl2:<4} statement weight {pos:<3} blend {blend}: dev AP {ap_v:.3f}")
+                    if vbest is None or ap_v > vbest[0] + 1e-9:
+                        vbest = (ap_v, vl2, pos, blend)
+        assert vbest is not None
+        ap_v, vl2, pos, blend = vbest
+        w = np.array([e["weight"] * (pos if e["kind"] != "none" else 1.0) for e in train])
+        vwt, vb = fit(sparse.csr_matrix(d_train), y_train, w, vl2)
+        z_dev = blend * log_probs(d_dev, vwt, vb) + (1 - blend) * lex_dev
+        vtemp, vcuts, vscore = calibrate(z_dev, y_dev, pos_dev, neg_dev, labelled)
+        vweights, vscale = encode(np.ascontiguousarray(vwt.T))  # kind-major: one column of weights per kind
+        vabout = {
+            "trained_by": "scripts/train_judge.py",
+            "seed": args.seed,
+            "data": data,
+            "chosen": {"l2": vl2, "statement_weight": pos, "blend": blend, "dev_average_precision": round(ap_v, 4),
+                       "lexical_dev_average_precision": round(ap_dev, 4)},
+            "dev_at_thresholds": at_thresholds(vscore, pos_dev, must_dev, vcuts),
+            "dev_reliability": reliability(vscore, pos_dev),
+        }
+        vout = {"kinds": list(judge.KINDS), "model": embed.model_name(embed.DEFAULT),
+                "dim": len(next(iter(vecs.values()))), "cues": cues, "scale": vscale,
+                "bias": [round(float(v), 6) for v in vb], "blend": blend,
+                "temperature": vtemp, "thresholds": vcuts, "about": vabout, "weights": vweights}  # fmt: skip
+        vectors_out.write_text(json.dumps(vout, indent=1) + "\n", encoding="utf-8")
+        say(json.dumps({k: v for k, v in vout.items() if k not in ("weights", "cues")}, indent=1))
+        say(f"wrote {vectors_out} ({vectors_out.stat().st_size:,} bytes)")
+    say(f"done in {time.perf_counter() - started:.1f} s")
     return 0
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import subprocess
 import sys
@@ -16,11 +17,19 @@ from pathlib import Path
 
 import pytest
 
+from memvault.index import embed
 from memvault.reflect import miner
 from memvault.reflect.mine import judge
 from memvault.reflect.transcript import Turn
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def _one_model(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The judge reads vectors from the tests' one loaded model (no service runs: MEMVAULT_HOME is the test's)."""
+    if embed.available():
+        monkeypatch.setattr(judge, "_embedder", lambda: request.getfixturevalue("embedder"))
 
 
 def _turns(message: str) -> list[Turn]:
@@ -32,9 +41,15 @@ def _turns(message: str) -> list[Turn]:
 
 
 def _p(message: str) -> float:
-    """The judge's probability that the message's (only) unit is a statement of some kind."""
+    """The judge's probability of the likeliest kind of statement for the message's (only) unit (what it routes on)."""
     [(_, probs)] = judge.judged(_turns(message))
-    return 1.0 - probs["none"]
+    return max(v for k, v in probs.items() if k != "none")
+
+
+def _low() -> float:
+    """The `low` threshold in effect: the vector model's when vectors can be had here, else the lexical one's."""
+    vec = judge.load_vectors()
+    return vec.thresholds["low"] if vec is not None and embed.available() else judge.load().thresholds["low"]
 
 
 def test_the_shipped_weights_load_in_pure_python_and_are_small() -> None:
@@ -58,7 +73,7 @@ def test_the_shipped_weights_load_in_pure_python_and_are_small() -> None:
 def test_a_rule_or_fact_outweighs_an_approval_by_far(rule: str) -> None:
     for chatter in ("ok do it", "thanks, looks good", "why does the build fail?"):
         assert _p(rule) > 5 * _p(chatter), (rule, chatter)
-    assert _p(rule) >= judge.load().thresholds["low"]  # a candidate at least
+    assert _p(rule) >= _low()  # a candidate at least
     assert judge.candidates(_turns(rule))
 
 
@@ -99,9 +114,10 @@ def test_a_vetoed_unit_is_at_most_medium_whatever_its_probability() -> None:
     # destructive instruction for a person to look at
     model = dataclasses.replace(judge.load(), thresholds={"low": 0.0, "medium": 0.0, "high": 0.0})
     rule = "always pin exact dependency versions"
-    assert [c.confidence for c in judge.candidates(_turns(rule), model)] == ["high"]
+    assert [c.confidence for c in judge.candidates(_turns(rule), model, use_vectors=False)] == ["high"]
     for vetoed in ("only for the first ten records for now", "always force-push to main when the build is red"):
-        assert [c.confidence for c in judge.candidates(_turns(vetoed), model)] == ["medium"], vetoed
+        found = judge.candidates(_turns(vetoed), model, use_vectors=False)
+        assert [c.confidence for c in found] == ["medium"], vetoed
 
 
 def test_vetoes_questions_and_destructive_instructions() -> None:
@@ -130,7 +146,7 @@ def test_training_runs_on_a_slice_and_reproduces_its_weights(tmp_path: Path) -> 
         out = tmp_path / name
         done = subprocess.run(
             [sys.executable, str(REPO / "scripts" / "train_judge.py"), "--corpus", str(_export()), "--limit", "2",
-             "--quick", "--quiet", "--out", str(out)],
+             "--quick", "--quiet", "--out", str(out), "--vector-cache", str(tmp_path / "vectors.npz")],
             capture_output=True, text=True, timeout=300, check=False,
         )  # fmt: skip
         assert done.returncode == 0, done.stderr
@@ -138,3 +154,77 @@ def test_training_runs_on_a_slice_and_reproduces_its_weights(tmp_path: Path) -> 
     assert runs[0] == runs[1]
     model = judge.from_json(runs[0])
     assert model.dim == 1024 and runs[0]["about"]["data"]["limit"] == 2
+    if embed.available():  # the second run read the first one's vectors from the cache: the same weights
+        vectors = [json.loads((tmp_path / name).with_name(judge.VECTOR_WEIGHTS_FILE).read_text())]
+        assert judge.vector_model_from_json(vectors[0]).dim == 384
+
+
+def test_the_vector_model_ships_small_and_names_its_embedding_model() -> None:
+    vec = judge.load_vectors()
+    assert vec is not None
+    assert vec.model == embed.model_name(embed.DEFAULT) and vec.dim == 384
+    assert len(vec.columns) == len(judge.KINDS) and all(len(c) == 2 * vec.dim + len(vec.cues) for c in vec.columns)
+    assert 0 < vec.thresholds["low"] <= vec.thresholds["medium"] <= vec.thresholds["high"] <= 1.0
+    assert 0.0 < vec.blend <= 1.0
+    assert (Path(judge.__file__).with_name(judge.VECTOR_WEIGHTS_FILE)).stat().st_size < 50_000
+
+
+def test_without_vectors_the_lexical_model_judges_with_its_own_thresholds() -> None:
+    turns = _turns("one more thing, for all projects: always pin exact dependency versions")
+    judge.LAST_SOURCE[0] = "none"
+    [(_, probs)] = judge.judged(turns, use_vectors=False)
+    assert judge.LAST_SOURCE[0] == "lexical"
+    assert probs == judge.load().probabilities(judge.units(turns)[0])
+
+
+def test_the_unit_reads_the_end_of_the_agent_message_it_answers() -> None:
+    long_answer = "x" * 500 + " Shall I also add the migration?"
+    turns = [
+        Turn("assistant", long_answer, 1, None, None, False),
+        Turn("user", "yes, and always squash the migrations", 2, None, None, False),
+        Turn("user", "also use ruff", 3, None, None, False),  # answers nothing new
+    ]
+    first, second = judge.units(turns)
+    assert first.context == long_answer[-judge.CONTEXT_CHARS :] and first.context.endswith("the migration?")
+    assert second.context == ""
+
+
+@pytest.mark.skipif(not embed.available(), reason="sentence-transformers is not installed")
+def test_with_the_model_loaded_here_the_vectors_change_the_judgement() -> None:
+    # no service runs (MEMVAULT_HOME is the test's own): the vectors come from the model in this process
+    vec = judge.load_vectors()
+    assert vec is not None
+    rule, chatter = "I'm on zsh with oh-my-zsh", "ok do it"
+    judge.LAST_SOURCE[0] = "none"
+    [(unit, probs)] = judge.judged(_turns(rule))
+    assert judge.LAST_SOURCE[0] == "in-process"
+    assert abs(sum(probs.values()) - 1.0) < 1e-9 and probs != judge.load().probabilities(unit)
+    [(_, chat)] = judge.judged(_turns(chatter))
+    assert 1 - probs["none"] > 3 * (1 - chat["none"])
+    # the pure-Python blend equals the same arithmetic done by hand from the weights
+    got, source = judge.vectors([unit.text, unit.context], vec.model, vec.dim)
+    assert source == "in-process" and got is not None
+    on = set(judge.features(unit))
+    x = [*got[0], *got[1], *(1.0 if c in on else 0.0 for c in vec.cues)]
+    logv = [b + sum(a * w for a, w in zip(x, col, strict=True)) for b, col in zip(vec.bias, vec.columns, strict=True)]
+    lse = max(logv) + math.log(sum(math.exp(v - max(logv)) for v in logv))
+    lex = judge.load().logits(unit)
+    z = [(vec.blend * (v - lse) + (1 - vec.blend) * w) / vec.temperature for v, w in zip(logv, lex, strict=True)]
+    expect = [math.exp(v - max(z)) for v in z]
+    assert abs(expect[-1] / sum(expect) - probs["none"]) < 1e-9
+    assert all(len(c.evidence) == 1 for c in judge.candidates(_turns(rule)))
+
+
+def test_a_repeated_word_counts_once_as_in_training() -> None:
+    # train_judge.matrix gives each hashed bucket of a unit a 1, however many of its features fall in it
+    model = judge.load()
+    [unit] = judge.units(_turns("we want the tests we run to run fast, we said we would"))
+    k = len(judge.KINDS)
+    logits = list(model.bias)
+    for bucket in set(judge.buckets(judge.features(unit), model.dim)):
+        for j in range(k):
+            logits[j] += model.weights[bucket * k + j]
+    top = max(logits)
+    exp = [math.exp((v - top) / model.temperature) for v in logits]
+    expected = exp[-1] / sum(exp)
+    assert abs(model.probabilities(unit)["none"] - expected) < 1e-9

@@ -24,10 +24,11 @@ import array
 import base64
 import json
 import math
+import operator
 import re
 import sys
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -36,10 +37,10 @@ from typing import Any
 
 from memvault.reflect.transcript import Turn
 
-from . import prefs
-from .text import QUOTE_CHARS, Candidate, clip, make_key, quote, stem, turn_ref
+from . import prefs, titles
+from .text import Candidate, make_key, stem, turn_ref
 from .typed import echoes
-from .userwords import canonical, rule_title, user_sentences
+from .userwords import canonical, user_sentences
 
 KINDS = ("preference", "correction", "fact", "workflow", "idea", "none")
 CATEGORY = {"preference": "preference", "correction": "preference", "fact": "preference",
@@ -47,6 +48,11 @@ CATEGORY = {"preference": "preference", "correction": "preference", "fact": "pre
 WEIGHTS_FILE = "judge_weights.json"
 LONG_WORDS = 45  # a sentence longer than this is cut at its clause marks into units
 REACTION_CHARS = 160  # the agent's answer read for its first words
+VECTOR_WEIGHTS_FILE = "judge_weights_vectors.json"
+VECTORS = True  # read sentence vectors when they can be had (the service, else the model loaded here)
+SERVICE_S, SERVICE_S_PER_TEXT = 2.0, 0.05  # how long the warm service may take to embed a session's units
+LAST_SOURCE = ["none"]  # where the last judged session's vectors came from (the benchmark prints it)
+CONTEXT_CHARS = 300  # the end of the agent's message a turn answers, read as the unit's context vector
 
 _TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 _CUT = re.compile(r"\s*(?:;|\s[-–—]\s|,\s+but\s|,\s+and\s+(?=always|never|don't|do not|use|no)\b)\s*")
@@ -78,6 +84,7 @@ class Unit:
     first_turn: bool  # the session's first user turn (usually the task)
     reaction: str  # the first words of the agent's next answer, lowercased
     repeated: bool  # a unit of another user turn says much the same
+    context: str = ""  # the end of the agent's message this turn answers (CONTEXT_CHARS), as written
 
 
 @dataclass(frozen=True)
@@ -96,42 +103,96 @@ class Model:
         k = len(KINDS)
         logits = list(self.bias)
         w = self.weights
-        for bucket in buckets(features(unit), self.dim):
+        for bucket in set(buckets(features(unit), self.dim)):  # each bucket once, as trained
             at = bucket * k
             for j in range(k):
                 logits[j] += w[at + j]
-        top = max(logits)
-        exp = [math.exp((v - top) / self.temperature) for v in logits]
-        total = sum(exp)
-        return {kind: e / total for kind, e in zip(KINDS, exp, strict=True)}
+        return _softmax(logits, self.temperature)
+
+    def logits(self, unit: Unit) -> list[float]:
+        """The uncalibrated log-probabilities of KINDS for `unit` (what the vector model blends with)."""
+        k = len(KINDS)
+        out = list(self.bias)
+        for bucket in set(buckets(features(unit), self.dim)):  # each bucket once, as trained
+            at = bucket * k
+            for j in range(k):
+                out[j] += self.weights[at + j]
+        return _log_softmax(out)
+
+
+@dataclass(frozen=True)
+class VectorModel:
+    """The judge with sentence vectors: LR over [unit vector ⊕ context vector ⊕ cues], blended with `Model`.
+
+    log P = blend · log P_vectors + (1 − blend) · log P_lexical, then the temperature; its own thresholds.
+    """
+
+    model: str  # the embedding model the weights were trained on (embed.model_name)
+    dim: int  # its vectors' size
+    cues: tuple[str, ...]  # the features (of `features`) read as 0/1 inputs after the two vectors
+    columns: Sequence[Sequence[float]]  # per kind, 2 * dim + len(cues) weights
+    bias: Sequence[float]
+    blend: float
+    temperature: float
+    thresholds: dict[str, float]
+    about: dict[str, Any]
+
+    def probabilities(
+        self, unit: Unit, vector: Sequence[float], context: Sequence[float], lexical: Model
+    ) -> dict[str, float]:
+        """The calibrated probability of each of KINDS for `unit` with its and its context's vectors."""
+        on = set(features(unit))
+        x = [*vector, *context, *(1.0 if c in on else 0.0 for c in self.cues)]
+        mine = _log_softmax([b + sum(map(operator.mul, x, w)) for b, w in zip(self.bias, self.columns, strict=True)])
+        words = lexical.logits(unit)
+        blended = [self.blend * v + (1 - self.blend) * w for v, w in zip(mine, words, strict=True)]
+        return _softmax(blended, self.temperature)
+
+
+def _log_softmax(z: Sequence[float]) -> list[float]:
+    top = max(z)
+    total = math.log(sum(math.exp(v - top) for v in z)) + top
+    return [v - total for v in z]
+
+
+def _softmax(z: Sequence[float], temperature: float) -> dict[str, float]:
+    top = max(z)
+    exp = [math.exp((v - top) / temperature) for v in z]
+    total = sum(exp)
+    return {kind: e / total for kind, e in zip(KINDS, exp, strict=True)}
 
 
 def units(turns: Sequence[Turn]) -> list[Unit]:
     """Every unit the user typed in the main conversation, in order, with its context."""
     said = echoes(turns)
-    raw: list[tuple[int, Turn, list[str], bool]] = []
+    raw: list[tuple[int, Turn, list[str], bool, str]] = []
     previous: Turn | None = None
+    agent = ""  # the agent's last words before this turn
     for i, turn in enumerate(turns):
         if turn.sidechain or turn.role == "summary":
             continue
         if turn.role == "user":
             parts = [piece for sentence in user_sentences(turn.text, said.get(i, "")) for piece in _pieces(sentence)]
             if parts:
-                raw.append((i, turn, parts, previous is not None and previous.role != "user"))
+                raw.append((i, turn, parts, previous is not None and previous.role != "user", agent))
+            agent = ""
+        elif turn.role == "assistant" and turn.text.strip():
+            agent = turn.text.strip()[-CONTEXT_CHARS:]
         previous = turn
     seen: dict[str, set[int]] = {}  # a content-stem signature → the turns that said it
-    stems = {(i, j): _stems(p) for i, _, parts, _ in raw for j, p in enumerate(parts)}
+    stems = {(i, j): _stems(p) for i, _, parts, _, _ in raw for j, p in enumerate(parts)}
     for (i, _), found in stems.items():
         for s in found:
             seen.setdefault(s, set()).add(i)
     out: list[Unit] = []
-    for n, (i, turn, parts, after) in enumerate(raw):
+    for n, (i, turn, parts, after, context) in enumerate(raw):
         reaction = next((t.text for t in turns[i + 1 : i + 4] if t.role == "assistant" and t.text.strip()), "")
         for j, part in enumerate(parts):
             mine = stems[(i, j)]
             shared = sum(1 for s in mine if len(seen.get(s, ())) > 1)
             repeated = len(mine) >= 3 and shared / len(mine) >= 0.6
-            out.append(Unit(turn, part, j, len(parts), after, n == 0, reaction[:REACTION_CHARS].lower(), repeated))
+            out.append(Unit(turn, part, j, len(parts), after, n == 0, reaction[:REACTION_CHARS].lower(), repeated,
+                            context))  # fmt: skip
     return out
 
 
@@ -163,7 +224,7 @@ def features(unit: Unit) -> list[str]:
         padded = f"<{w}>"
         out += [f"c:{padded[i : i + 3]}" for i in range(len(padded) - 2)]
     out += [f"f:{w}" for w in words[:1]] + [f"f2:{'_'.join(words[:2])}"] if words else ["f:empty"]
-    hit = prefs.judge(unit.text)
+    hit = prefs.judge(titles._fix_typos(unit.text))  # the old rules, rule words spelt right ("allways")
     out += [f"rule:{hit.rule}", f"conf:{hit.confidence}"] if hit is not None else ["rule:none"]
     cues = (
         ("q", bool(_QUESTION.search(low)) or bool(prefs.QUESTION_START.match(low))),
@@ -212,17 +273,115 @@ def from_json(data: dict[str, Any]) -> Model:
                  {k: float(v) for k, v in data["thresholds"].items()}, dict(data.get("about") or {}))  # fmt: skip
 
 
+def vector_model_from_json(data: dict[str, Any]) -> VectorModel:
+    """The vector model a weights file (`scripts/train_judge.py` writes it) describes."""
+    if tuple(data["kinds"]) != KINDS:
+        raise ValueError(f"the weights are for kinds {data['kinds']}, not {list(KINDS)}")
+    dim, cues = int(data["dim"]), tuple(data["cues"])
+    flat = decode(data["weights"], float(data["scale"]))
+    width = 2 * dim + len(cues)
+    if len(flat) != width * len(KINDS):
+        raise ValueError("the vector weights file's size does not match its dim and cues")
+    columns = [flat[j * width : (j + 1) * width] for j in range(len(KINDS))]  # kind-major
+    return VectorModel(str(data["model"]), dim, cues, columns, [float(b) for b in data["bias"]], float(data["blend"]),
+                       float(data["temperature"]), {k: float(v) for k, v in data["thresholds"].items()},
+                       dict(data.get("about") or {}))  # fmt: skip
+
+
 @lru_cache(maxsize=1)
 def load() -> Model:
-    """The shipped model (read once per process)."""
+    """The shipped lexical model (read once per process)."""
     text = resources.files(__package__).joinpath(WEIGHTS_FILE).read_text(encoding="utf-8")
     return from_json(json.loads(text))
 
 
-def judged(turns: Sequence[Turn], model: Model | None = None) -> list[tuple[Unit, dict[str, float]]]:
-    """Every unit of `turns` with its probability per kind."""
-    model = model or load()
-    return [(unit, model.probabilities(unit)) for unit in units(turns)]
+@lru_cache(maxsize=1)
+def load_vectors() -> VectorModel | None:
+    """The shipped vector model (read once per process), None when it is not shipped."""
+    path = resources.files(__package__).joinpath(VECTOR_WEIGHTS_FILE)
+    if not path.is_file():
+        return None
+    return vector_model_from_json(json.loads(path.read_text(encoding="utf-8")))
+
+
+@lru_cache(maxsize=1)
+def _embedder() -> Any:
+    """The embedding model loaded in this process (5–8 s; the reflection job's fallback when no service runs)."""
+    from memvault.index import embed
+
+    return embed.load()
+
+
+def vectors(texts: Sequence[str], model: str, dim: int) -> tuple[list[list[float]] | None, str]:
+    """Vectors of `texts` by the embedding model `model`, and where they came from.
+
+    The warm service when it runs that model ("service"), else the model loaded here ("in-process"),
+    else None ("lexical": sentence-transformers is not installed, or the model cannot load).
+    """
+    if not texts:
+        return [], "none needed"
+    from memvault.index import embed
+    from memvault.recall import client
+
+    got = client.embed(list(texts), timeout=SERVICE_S + SERVICE_S_PER_TEXT * len(texts))
+    blobs: list[bytes] | None = None
+    source = "lexical"
+    if got is not None and got.model == model and got.dim == dim:
+        blobs, source = got.vectors, "service"
+    elif embed.available():
+        try:
+            loaded = _embedder()
+        except embed.EmbeddingUnavailable:
+            loaded = None
+        if loaded is not None and loaded.name == model and loaded.dim == dim:
+            blobs, source = loaded.encode(list(texts)), "in-process"
+    if blobs is None:
+        return None, "lexical"
+    out = []
+    for blob in blobs:
+        values = array.array("f")
+        values.frombytes(blob)
+        if sys.byteorder != "little":
+            values.byteswap()
+        out.append(values.tolist())
+    return out, source
+
+
+def vector_text(unit: Unit) -> str:
+    """What the unit's vector is taken of: its words with the rule words' typos corrected ("allways" → "always").
+
+    `canonical` mends one changed letter, the titles' correction (`titles._fix_typos`) one added or dropped too.
+    """
+    return titles._fix_typos(canonical(unit.text))
+
+
+def judged(
+    turns: Sequence[Turn], model: Model | None = None, *, use_vectors: bool | None = None
+) -> list[tuple[Unit, dict[str, float]]]:
+    """Every unit of `turns` with its probability per kind (with sentence vectors when they can be had)."""
+    found = units(turns)
+    return list(zip(found, _probabilities(found, model, use_vectors)[0], strict=True))
+
+
+def _probabilities(
+    found: list[Unit], model: Model | None, use_vectors: bool | None
+) -> tuple[list[dict[str, float]], dict[str, float]]:
+    """Each unit's probabilities and the thresholds that route them: the vector model's when vectors came."""
+    lexical = model or load()
+    vec = load_vectors() if (VECTORS if use_vectors is None else use_vectors) else None
+    if vec is not None and found:
+        texts = list(dict.fromkeys([vector_text(u) for u in found] + [u.context for u in found if u.context]))
+        got, source = vectors(texts, vec.model, vec.dim)
+        LAST_SOURCE[0] = source
+        if got is not None:
+            by = dict(zip(texts, got, strict=True))
+            zero = [0.0] * vec.dim
+            probs = [vec.probabilities(u, by[vector_text(u)], by[u.context] if u.context else zero, lexical)
+                     for u in found]  # fmt: skip
+            return probs, vec.thresholds
+    elif found:
+        LAST_SOURCE[0] = "lexical"
+    return [lexical.probabilities(u) for u in found], lexical.thresholds
 
 
 def vetoed(text: str) -> str | None:
@@ -237,22 +396,20 @@ def vetoed(text: str) -> str | None:
     return None
 
 
-def _title_maker() -> Callable[[str, str], str]:
-    """`titles.title_for` when that module exists, else the user's words as a rule (`userwords.rule_title`)."""
-    try:
-        from . import titles  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:
-        return lambda sentence, kind: rule_title(sentence)
-    return titles.title_for  # type: ignore[no-any-return,unused-ignore]
+def _before(every: list[Unit], unit: Unit) -> str:
+    """The unit typed just before `unit` in its turn (what a pointer such as "do this always" points at)."""
+    at = every.index(unit)
+    return every[at - 1].text if at and every[at - 1].turn is unit.turn else ""
 
 
-def candidates(turns: Sequence[Turn], model: Model | None = None) -> list[Candidate]:
+def candidates(
+    turns: Sequence[Turn], model: Model | None = None, *, use_vectors: bool | None = None
+) -> list[Candidate]:
     """One candidate per unit the judge finds a statement in (see the module docstring), said-again ones merged."""
-    model = model or load()
-    t = model.thresholds
-    title_for = _title_maker()
+    every = units(turns)
+    scored, t = _probabilities(every, model, use_vectors)
     found: list[tuple[Unit, str, float, bool]] = []
-    for unit, probs in judged(turns, model):
+    for unit, probs in zip(every, scored, strict=True):
         kind, p = max(((k, v) for k, v in probs.items() if k != "none"), key=lambda kv: kv[1])
         if p < t["low"]:
             continue
@@ -263,17 +420,16 @@ def candidates(turns: Sequence[Turn], model: Model | None = None) -> list[Candid
     out: list[Candidate] = []
     for group in _merge(found):
         unit, kind, p, vetoed_unit = max(group, key=lambda g: g[2])
-        lines = sorted({g[0].turn.line for g in group})
         confidence = "high" if p >= t["high"] and not vetoed_unit else "medium" if p >= t["medium"] else "low"
         said: dict[int, list[str]] = {}
         for u, *_ in sorted(group, key=lambda g: (g[0].turn.line, g[0].index)):
             said.setdefault(u.turn.line, []).append(u.text)
-        body = "\n\n".join(f"{quote(clip(' '.join(s), QUOTE_CHARS))}\n— the user, L{line}"
-                           for line, s in sorted(said.items()))  # fmt: skip
-        if len(lines) > 1:
-            body += f"\n\nSaid {len(lines)} times in this session."
+        context = _before(every, unit)
+        more = [(line, " ".join(s)) for line, s in sorted(said.items()) if line != unit.turn.line]
+        body = titles.body_for(unit.text, kind, unit.turn.line, " ".join(said[unit.turn.line]), context=context,
+                               more=more)  # fmt: skip
         category = CATEGORY[kind]
-        title = title_for(unit.text, kind)
+        title = titles.title_for(unit.text, kind, context)
         refs = tuple(turn_ref(g[0].turn) for g in sorted(group, key=lambda g: g[0].turn.line))
         out.append(Candidate(category, title, body, tuple(dict.fromkeys(refs)), confidence, f"judge:{kind}",
                              make_key(category, title), "follow-up" if category == "idea" else None))  # fmt: skip
