@@ -127,6 +127,12 @@ def locomo_vaults(
     return out
 
 
+def prompt_vectors(embedder: embed.Embedder, texts: list[str]) -> dict[str, bytes]:
+    """Each prompt's query vector, as the warm service makes it: `encode_query`, through the shipped query adapter
+    (the notes keep `encode`'s vectors), so the floors are evaluated on what the product sees."""
+    return dict(zip(texts, embedder.encode_query(texts), strict=True))
+
+
 def collect(args: argparse.Namespace, embedder: embed.Embedder, work: Path) -> list[Asked]:
     negatives = [p for p in json.loads(UNRELATED.read_text(encoding="utf-8"))["prompts"] if not p["maybe_related"]]
     vaults: list[tuple[str, ix.Index, br.Corpus | None]] = []
@@ -155,7 +161,7 @@ def collect(args: argparse.Namespace, embedder: embed.Embedder, work: Path) -> l
         dict.fromkeys([q.text for _, _, asked in positives for q, _ in asked] + [p["text"] for p in negatives])
     )
     started = time.perf_counter()
-    vectors = dict(zip(texts, embedder.encode(texts), strict=True))
+    vectors = prompt_vectors(embedder, texts)
     print(f"embedded {len(texts)} prompts in {time.perf_counter() - started:.0f} s")
     out: list[Asked] = []
     for name, corpus, asked in positives:

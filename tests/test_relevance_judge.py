@@ -144,3 +144,18 @@ def test_training_is_reproducible_on_a_small_slice(embedder, tmp_path: Path) -> 
     second, _ = tr.train(again, 0.05, tr.SEED)
     assert tr.dump(first) == tr.dump(second)
     assert any(r.label for r in rows["train"]) and not all(r.label for r in rows["train"])
+
+
+def test_the_scripts_query_vectors_are_the_services(embedder) -> None:
+    """The judge is trained (train_relevance) and evaluated (calibrate_floor) on the query vectors the warm service
+    makes: `encode_query`, through the shipped query adapter, not the note side's `encode`."""
+    sys.path.insert(0, str(REPO / "scripts"))
+    import calibrate_floor as cf
+    import train_relevance as tr
+
+    prompts = ["write a long summary of the release", "how do I install the dependencies"]
+    want = dict(zip(prompts, embedder.encode_query(prompts), strict=True))
+    assert embedder.query_map is not None and want != dict(zip(prompts, embedder.encode(prompts), strict=True))
+    assert cf.prompt_vectors(embedder, prompts) == want
+    vector = tr.query_embedder(embedder, prompts)
+    assert {p: vector(p, 1.0)[1] for p in prompts} == want
