@@ -316,7 +316,8 @@ def vectors(texts: Sequence[str], model: str, dim: int) -> tuple[list[list[float
     """Vectors of `texts` by the embedding model `model`, and where they came from.
 
     The warm service when it runs that model ("service"), else the model loaded here ("in-process"),
-    else None ("lexical": sentence-transformers is not installed, or the model cannot load).
+    else None ("lexical": sentence-transformers is not installed, the model cannot load, or a running
+    service did not answer in time — the machine is busy, and loading a second model would be slower).
     """
     if not texts:
         return [], "none needed"
@@ -328,7 +329,9 @@ def vectors(texts: Sequence[str], model: str, dim: int) -> tuple[list[list[float
     source = "lexical"
     if got is not None and got.model == model and got.dim == dim:
         blobs, source = got.vectors, "service"
-    elif embed.available():
+    elif (got is None and client.read_info() is not None) or not embed.available():
+        pass  # a service runs but did not answer in time, or there is no model to load here
+    else:
         try:
             loaded = _embedder()
         except embed.EmbeddingUnavailable:
