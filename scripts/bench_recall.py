@@ -478,6 +478,11 @@ SPREAD_WINDOW = passages.SPREAD_WINDOW  # the shipped one (span_options sets the
 SHIPPED = (passages.FILL, search.DEFAULT_OPTIONS.passage_chars)  # the fill and per-hit characters recall ships
 
 
+def with_shipped(spans: list[tuple[str, str, int]]) -> list[tuple[str, str, int]]:
+    """`spans` and, unless one of them is it, the shipped fill at the defaults' budget (`per_hit(6000, 5)`)."""
+    return spans if any((s[1], s[2]) == SHIPPED for s in spans) else [*spans, ("shipped", *SHIPPED)]
+
+
 def span_options(fill: str, chars: int, **options: Any) -> search.Options:
     """Recall's options for a row of SPANS ("snippet": the best chunk's snippet is scored; "spread-chunks": the
     spread without its neighbour fill; "spread-chunk", "spread-first": its other windows; set on `passages` for
@@ -562,7 +567,7 @@ def span_choice(kepano: Path, embedder: embed.Embedder, work: Path, cache: Path 
         return embedder.name, vectors[text]
 
     out: dict[str, Any] = {}
-    for label, fill, chars in [*SPANS, *SPREAD_VARIANTS]:
+    for label, fill, chars in [*with_shipped(SPANS), *SPREAD_VARIANTS]:
         per: dict[str, list[float]] = {}
         for ex in examples:
             options = span_options(fill, chars, k=10)
@@ -706,10 +711,8 @@ def main(argv: list[str] | None = None) -> int:
             if args.analyse and corpus.unit == "note":
                 entry["variants"] = analyse(run, corpus, built, args.k)
             if corpus.name.startswith("locomo") and args.spans != "none":
-                chosen = [s for s in SPANS if s[0].startswith("today") or (s[1], s[2]) == SHIPPED]
-                if not any((s[1], s[2]) == SHIPPED for s in chosen):
-                    chosen.append(("shipped", *SHIPPED))
-                spans = SPANS if args.spans == "all" and corpus.unit == "chunk" else chosen
+                chosen = with_shipped([s for s in SPANS if s[0].startswith("today") or (s[1], s[2]) == SHIPPED])
+                spans = with_shipped(SPANS) if args.spans == "all" and corpus.unit == "chunk" else chosen
                 entry["spans"] = span_curve(built, corpus, embedder, args.k, spans)
                 report_spans(corpus.name, entry["spans"], args.k)
             output[corpus.name] = entry

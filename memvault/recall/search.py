@@ -135,7 +135,7 @@ class Hit(Record):
     part_coverage: float = 0.0
     probability: float = 0.0  # P(relevant) by the judge (`relevance.relevance`)
     why: str = ""
-    passage: str = ""  # what is shown of the note to an agent: its best chunk and the text next to it (`passages`)
+    passage: str = ""  # what is shown of the note to an agent: its best spans, chosen with the others' (`passages`)
 
     def as_dict(self) -> dict[str, object]:
         return dict(self._asdict())
