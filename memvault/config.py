@@ -81,12 +81,13 @@ class RecallSettings:
     vector_weight: float = _opt(0.7, low=0, high=1)
     keyword_weight: float = _opt(0.3, low=0, high=1)
     fusion: str = _opt("adaptive", choices=("weighted", "rrf", "adaptive"))  # chosen by scripts/bench_recall.py
-    # The relevance floor: a hit is injected only if the relevance judge (scripts/train_relevance.py) gives it
-    # P(relevant) ≥ min_probability (0 turns the floor off). The four keys after it are the hand-set floor of
-    # before the judge, still read so that an older config keeps working: min_relevance 0 still turns the floor
-    # off; otherwise they apply only when the judge's weights cannot be read (cosine + coverage_weight × keyword
-    # coverage ≥ min_relevance; keyword-only, coverage ≥ min_coverage and min_shared_words shared words).
-    min_probability: float = _opt(0.29, low=0, high=1)
+    # The relevance floor. min_probability 0 (the default): the hand-set floor, cosine + coverage_weight × keyword
+    # coverage ≥ min_relevance (keyword-only: coverage ≥ min_coverage); above 0: the learned relevance judge
+    # (scripts/train_relevance.py), P(relevant) ≥ min_probability (its dev-chosen floor is judge.json's `floor`,
+    # 0.27). The judge is not the default: on the training data's dev split it kept no more relevant hits than
+    # the hand-set floor at the same share of unrelated prompts injecting. min_relevance 0 turns the floor off;
+    # keyword-only, a hit must also share min_shared_words of the prompt's words (both floors).
+    min_probability: float = _opt(0.0, low=0, high=1)
     min_relevance: float = _opt(0.435, low=0, high=2)
     coverage_weight: float = _opt(0.2, low=0, high=5)
     min_coverage: float = _opt(0.455, low=0, high=1)

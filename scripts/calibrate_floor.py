@@ -14,7 +14,8 @@ recall (real index, real model) with the floor off, hybrid and keyword-only, and
 (`search.signals_of`) are kept; then each floor is applied to them:
   - "hand floor": cosine + 0.2 × coverage ≥ 0.435, keyword-only coverage ≥ 0.455 with 2+ shared words
     (fitted on LoCoMo dev conversations by the earlier version of this script: no longer allowed);
-  - "judge": P(relevant) ≥ the shipped floor probability (`relevance.verdict`).
+  - "judge": P(relevant) ≥ the judge's floor probability (judge.json's, chosen on the training data's dev
+    split by scripts/train_relevance.py; `relevance.verdict`), whichever the config's default is.
 Reported: the share of unrelated prompts injecting anything (per vault and pooled; "hook": as the hook
 sees it, skipping prompts shorter than `recall.min_prompt_chars`), R@10 of the positives with each
 floor (LoCoMo per category), and the judge's time per query (p50/p95 over the hits of every query).
@@ -83,7 +84,8 @@ class Asked:
 def ask(
     index: ix.Index, corpus: br.Corpus | None, text: str, vector: bytes | None, model: str, group: str | None, k: int
 ) -> list[Hit]:
-    options = search.Options(k=k, group=group, budget_ms=60_000)
+    # The floor off; each note's judged chunk (the better of its two) chosen by the judge's P, as the judge sees it.
+    options = search.Options(k=k, group=group, budget_ms=60_000, min_probability=JUDGE.min_probability)
     embedder = (lambda _q, _t: (model, vector)) if vector is not None else None
     result = search.recall(index, text, options, embedder)
     out = []
@@ -185,8 +187,10 @@ def collect(args: argparse.Namespace, embedder: embed.Embedder, work: Path) -> l
 
 # ---- the floors -------------------------------------------------------------------------------------------
 
-HAND = relevance.Floor(relevance.MIN_RELEVANCE)  # the hand-set constants are its defaults
-JUDGE = relevance.Floor(relevance.MIN_RELEVANCE, min_probability=config.RecallSettings().min_probability)
+HAND = relevance.Floor(relevance.MIN_RELEVANCE, min_probability=0.0)  # the hand-set constants are its defaults
+_SHIPPED = judge.load()
+# The judge at the floor it was shipped with (judge.json), whichever of the two the config's default is.
+JUDGE = relevance.Floor(relevance.MIN_RELEVANCE, min_probability=_SHIPPED.floor if _SHIPPED else 0.5)
 FLOORS = {"hand floor": HAND, "judge": JUDGE}
 
 

@@ -13,11 +13,18 @@ relevant for that prompt, else 0 (a passage labelled 0, or any other passage of 
 negatives). A positive passage recall did not put in the top 10 gives no row: the judge only ever sees hits.
 
 Fitting: logistic regression (L2, full-batch Newton steps, numpy here, never at run time) per mode, on
-train; the L2 strength and the feature set are chosen on dev by log-loss; then Platt scaling on dev
-(a, b over the logit, folded into the weights); then the floor probability on dev: the lowest on a 0.01
-grid at which at most --max-injecting of the dev unrelated prompts (every example of the prompt of kind
-`unrelated`; --negatives all: every prompt without a relevant passage, near misses and hard negatives too)
-get any of their top 5 hits (the hook's recall.k) through, hybrid, and at most 1.5× that keyword-only.
+train, the weights of the cosine and the keyword signals held ≥ 0 (MONOTONE); the L2 strength and the
+feature set are chosen on dev by log-loss; then Platt scaling on dev (a, b over the logit, folded into
+the weights); then the floor probability on dev, by a rule fixed before any evaluation set is looked at
+(--floor-rule matched, the default): the lowest P on a 0.01 grid at which no more of the dev unrelated
+prompts (every example of the prompt of kind `unrelated`; --negatives all: every prompt without a
+relevant passage, near misses and hard negatives too) get any of their top 5 hits (the hook's recall.k)
+through than through the hand-set floor of before, hybrid and keyword-only each (never more false
+injection than before the judge). --floor-rule bound: at most --max-injecting hybrid, 1.5× that
+keyword-only. Printed: the dev ROC-style table (each floor of the judge and of the hand floor: unrelated prompts
+injecting, relevant hits kept) and, at the chosen floor, the judge beside the hand floor on dev with the
+default that follows (the judge when it keeps at least as many relevant hits in both modes, else the hand
+floor; recorded in judge.json's meta, the config's default set to match).
 Test is scored once, at the end, beside the hand-set floor of before. Seeded (--seed): the same data
 gives the same weights.
 """
@@ -154,7 +161,9 @@ def collect(split: str, embedder: embed.Embedder, limit: int | None = None) -> l
         index, paths = build(examples, Path(tmp), embedder)
         passage_of = {path: passage for passage, path in paths.items()}
         vector = query_embedder(embedder, prompts)
-        options = search.Options(k=K, budget_ms=60_000)  # the floor off: every hit's signals
+        # The floor off (every hit's signals); each note's judged chunk chosen by the shipped judge's P, if any.
+        shipped = judge.load()
+        options = search.Options(k=K, budget_ms=60_000, min_probability=shipped.floor if shipped else 0.5)
         for prompt in prompts:
             for mode in ("hybrid", "keyword"):
                 result = search.recall(index, prompt, options, vector if mode == "hybrid" else None)
@@ -194,6 +203,26 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float, steps: int = 50) -> tu
     return w[:-1], float(w[-1])
 
 
+# The features more of which may never make a chunk less relevant (the judge's P never falls as the cosine or the
+# keyword coverage rises; tests/test_relevance_judge.py): their weights are kept ≥ 0.
+MONOTONE = ("cosine", "coverage", "part", "keyword")
+
+
+def fit_monotone(x: np.ndarray, y: np.ndarray, l2: float, names: tuple[str, ...]) -> tuple[np.ndarray, float]:
+    """`fit_logistic` with the MONOTONE features' weights ≥ 0: while one comes out negative, the most negative is
+    held at 0 and the rest refitted (correlated signals — coverage beside bm25 and the cosine — can otherwise
+    take a negative weight that would rank a chunk lower for containing more of the prompt)."""
+    active = list(range(len(names)))
+    while True:
+        w_active, b = fit_logistic(x[:, active], y, l2)
+        w = np.zeros(len(names))
+        w[active] = w_active
+        negative = [i for i in active if names[i] in MONOTONE and w[i] < 0]
+        if not negative:
+            return w, b
+        active.remove(min(negative, key=lambda i: w[i]))
+
+
 def log_loss(z: np.ndarray, y: np.ndarray) -> float:
     p = np.clip(1 / (1 + np.exp(-z)), 1e-9, 1 - 1e-9)
     return float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))
@@ -209,7 +238,7 @@ def fit_mode(
         xt, yt = matrix(train, names)
         xd, yd = matrix(dev, names)
         for l2 in L2_GRID:
-            w, b = fit_logistic(xt, yt, l2)
+            w, b = fit_monotone(xt, yt, l2, names)
             tried.append((log_loss(xd @ w + b, yd), set_name, l2, names, w, b))
     loss, set_name, l2, names, w, b = min(tried, key=lambda t: t[0])
     xd, yd = matrix(dev, names)
@@ -231,11 +260,14 @@ def by_prompt(rows: list[Row]) -> dict[str, list[Row]]:
     return out
 
 
-def passes(row: Row, shipped: judge.Judge | None, floor: float) -> bool:
-    """Whether a hit passes: the judge's P ≥ floor, or (shipped None) the hand-set floor of before."""
+HAND = relevance.Floor(relevance.MIN_RELEVANCE)  # the hand-set floor of before the judge, its shipped constants
+
+
+def passes(row: Row, shipped: judge.Judge | None, floor: float, hand: relevance.Floor = HAND) -> bool:
+    """Whether a hit passes: the judge's P ≥ floor, or (shipped None) the hand-set floor `hand`."""
     signals = relevance.Signals(**row.signals)
     if shipped is None:
-        return relevance._hand_floor(signals, relevance.Floor(relevance.MIN_RELEVANCE))[0]
+        return relevance._hand_floor(signals, hand)[0]
     if signals.identifier:
         return True
     if signals.cosine is None and signals.shared_words < relevance.MIN_SHARED_WORDS:  # the rule `relevance` keeps
@@ -254,7 +286,9 @@ def unrelated(prompt: str) -> bool:
     return _KINDS.get(prompt, set()) == {"unrelated"}
 
 
-def rates(rows: list[Row], mode: str, shipped: judge.Judge | None, floor: float) -> dict[str, float]:
+def rates(
+    rows: list[Row], mode: str, shipped: judge.Judge | None, floor: float, hand: relevance.Floor = HAND
+) -> dict[str, float]:
     """For one mode: the share of unrelated prompts (every example `unrelated`) and of all negative prompts (no
     relevant passage: near misses and hard negatives too) injecting anything from their top 5, the share of relevant
     hits (top 10) kept, of positive prompts with a relevant hit kept in their top 5, and of their other hits passing."""
@@ -264,32 +298,75 @@ def rates(rows: list[Row], mode: str, shipped: judge.Judge | None, floor: float)
     pos = [hits for hits in prompts.values() if any(h.label for h in hits)]
     relevant = [h for hits in pos for h in hits if h.label]
     return {
-        "unrelated_injecting": sum(any(passes(h, shipped, floor) for h in hits[:K_HOOK]) for hits in unrel)
+        "unrelated_injecting": sum(any(passes(h, shipped, floor, hand) for h in hits[:K_HOOK]) for hits in unrel)
         / max(1, len(unrel)),
-        "negatives_injecting": sum(any(passes(h, shipped, floor) for h in hits[:K_HOOK]) for hits in neg)
+        "negatives_injecting": sum(any(passes(h, shipped, floor, hand) for h in hits[:K_HOOK]) for hits in neg)
         / max(1, len(neg)),
-        "relevant_hits_kept": sum(passes(h, shipped, floor) for h in relevant) / max(1, len(relevant)),
+        "relevant_hits_kept": sum(passes(h, shipped, floor, hand) for h in relevant) / max(1, len(relevant)),
         "positive_prompts_served": sum(
-            any(h.label and passes(h, shipped, floor) for h in hits[:K_HOOK]) for hits in pos
+            any(h.label and passes(h, shipped, floor, hand) for h in hits[:K_HOOK]) for hits in pos
         ) / max(1, len(pos)),
         "n_unrelated_prompts": len(unrel),
         "n_negative_prompts": len(neg),
         "n_positive_prompts": len(pos),
-        "irrelevant_hits_passing": sum(passes(h, shipped, floor) for hits in pos for h in hits[:K_HOOK] if not h.label)
-        / max(1, sum(1 for hits in pos for h in hits[:K_HOOK] if not h.label)),
+        "irrelevant_hits_passing": sum(
+            passes(h, shipped, floor, hand) for hits in pos for h in hits[:K_HOOK] if not h.label
+        ) / max(1, sum(1 for hits in pos for h in hits[:K_HOOK] if not h.label)),
     }
 
 
-def choose_floor(dev: list[Row], shipped: judge.Judge, bound: float, negatives: str) -> float:
+def bounds(dev: list[Row], rule: str, bound: float, negatives: str) -> dict[str, float]:
+    """The most dev negative prompts may inject, per mode. Rule "matched" (the default): no more than the hand-set
+    floor injects on the same dev prompts, in each mode (never more false injection than before the judge);
+    rule "bound": at most `bound` hybrid, 1.5 × `bound` keyword-only."""
+    key = "unrelated_injecting" if negatives == "unrelated" else "negatives_injecting"
+    if rule == "matched":
+        return {mode: rates(dev, mode, None, 0.0)[key] for mode in ("hybrid", "keyword")}
+    return {"hybrid": bound, "keyword": 1.5 * bound}
+
+
+def choose_floor(dev: list[Row], shipped: judge.Judge, limits: dict[str, float], negatives: str) -> float:
     """The lowest floor on a 0.01 grid keeping dev unrelated prompts (or, `negatives` "all", every negative prompt)
-    injecting ≤ bound (hybrid), ≤ 1.5 × bound (keyword-only)."""
+    injecting at most `limits[mode]` in both modes."""
     key = "unrelated_injecting" if negatives == "unrelated" else "negatives_injecting"
     for step in range(1, 100):
         floor = step / 100
-        if (rates(dev, "hybrid", shipped, floor)[key] <= bound
-                and rates(dev, "keyword", shipped, floor)[key] <= 1.5 * bound):  # fmt: skip
+        if all(rates(dev, mode, shipped, floor)[key] <= limit + 1e-12 for mode, limit in limits.items()):
             return floor
     return 0.99
+
+
+# The hand floor's curve: its one constant swept (hybrid: min_relevance on cosine + 0.2 × coverage; keyword-only:
+# min_coverage), the other constants as shipped.
+HAND_SWEEP = {
+    "hybrid": [round(0.25 + 0.025 * i, 3) for i in range(17)],
+    "keyword": [round(0.2 + 0.05 * i, 3) for i in range(15)],
+}
+
+
+def curves(dev: list[Row], shipped: judge.Judge) -> list[dict[str, Any]]:
+    """The dev ROC-style table: for each floor of the judge (P) and of the hand floor (its constant), the share of
+    dev unrelated prompts injecting and of dev relevant hits kept, per mode."""
+    out = []
+    for mode in ("hybrid", "keyword"):
+        for step in range(5, 100, 5):
+            got = rates(dev, mode, shipped, step / 100)
+            out.append({"mode": mode, "floor": "judge", "at": step / 100} | got)
+        for value in HAND_SWEEP[mode]:
+            hand = HAND._replace(min_relevance=value) if mode == "hybrid" else HAND._replace(min_coverage=value)
+            out.append({"mode": mode, "floor": "hand floor", "at": value} | rates(dev, mode, None, 0.0, hand))
+    return out
+
+
+def show_curves(lines: list[dict[str, Any]], shipped: judge.Judge) -> None:
+    print("\ndev, ROC-style (* the shipped constant / the chosen floor):")
+    print(f"{'mode':<8} {'floor':<11} {'at':>6} {'unrelated injecting':>20} {'relevant hits kept':>19} "
+          f"{'pos. prompts served@5':>22}")  # fmt: skip
+    shipped_at = {"judge": shipped.floor, "hybrid": HAND.min_relevance, "keyword": HAND.min_coverage}
+    for r in lines:
+        mark = "*" if r["at"] == shipped_at["judge" if r["floor"] == "judge" else r["mode"]] else " "
+        print(f"{r['mode']:<8} {r['floor']:<11} {r['at']:>6.3f}{mark}{r['unrelated_injecting']:>19.3f} "
+              f"{r['relevant_hits_kept']:>19.3f} {r['positive_prompts_served']:>22.3f}")  # fmt: skip
 
 
 def table(rows: dict[str, list[Row]], shipped: judge.Judge) -> list[dict[str, Any]]:
@@ -314,7 +391,12 @@ def show(lines: list[dict[str, Any]]) -> None:
 
 
 def train(
-    rows: dict[str, list[Row]], bound: float, seed: int, negatives: str = "unrelated", features: str | None = None
+    rows: dict[str, list[Row]],
+    bound: float,
+    seed: int,
+    negatives: str = "unrelated",
+    features: str | None = None,
+    rule: str = "matched",
 ) -> tuple[judge.Judge, dict[str, Any]]:
     sets = {features: FEATURE_SETS[features]} if features else FEATURE_SETS
     np.random.default_rng(seed)  # nothing is sampled: Newton steps from zero are deterministic; kept for the record
@@ -324,13 +406,35 @@ def train(
         dv = [r for r in rows["dev"] if r.mode == mode]
         models[mode], infos[mode] = fit_mode(tr, dv, mode, sets)
     provisional = judge.Judge(models["hybrid"], models["keyword"], 0.5, {})
-    floor = choose_floor(rows["dev"], provisional, bound, negatives)
+    limits = bounds(rows["dev"], rule, bound, negatives)
+    floor = choose_floor(rows["dev"], provisional, limits, negatives)
     counts = {s: {"rows": len(r), "positive": sum(x.label for x in r), "prompts": len({x.prompt for x in r})}
               for s, r in rows.items()}  # fmt: skip
     files = sorted({p.name for p in recall_data.DATA_DIR.glob("*.jsonl")})
     meta = {"trained_by": "scripts/train_relevance.py", "seed": seed, "data": files, "rows": counts,
-            "max_injecting_dev": bound, "floor_negatives": negatives, "fits": infos}  # fmt: skip
+            "floor_rule": rule, "max_injecting_dev": {m: round(v, 4) for m, v in limits.items()},
+            "floor_negatives": negatives, "fits": infos}  # fmt: skip
     return judge.Judge(models["hybrid"], models["keyword"], floor, meta), meta
+
+
+def compare(dev: list[Row], shipped: judge.Judge) -> dict[str, Any]:
+    """The decision on the default, on dev only: at the chosen floor, does the judge keep at least as many dev
+    relevant hits as the hand-set floor, in both modes, with no more dev unrelated prompts injecting?"""
+    out: dict[str, Any] = {}
+    print("\ndev, the judge at its floor beside the hand-set floor:")
+    for mode in ("hybrid", "keyword"):
+        hand, got = rates(dev, mode, None, 0.0), rates(dev, mode, shipped, shipped.floor)
+        keys = ("unrelated_injecting", "relevant_hits_kept", "positive_prompts_served")
+        out[mode] = {"hand floor": {k: round(hand[k], 4) for k in keys}, "judge": {k: round(got[k], 4) for k in keys}}
+        print(f"  {mode:<8} unrelated injecting {hand[keys[0]]:.3f} → {got[keys[0]]:.3f}, relevant hits kept "
+              f"{hand[keys[1]]:.3f} → {got[keys[1]]:.3f}, positive prompts served {hand[keys[2]]:.3f} → "
+              f"{got[keys[2]]:.3f}")  # fmt: skip
+    better = all(out[m]["judge"]["relevant_hits_kept"] >= out[m]["hand floor"]["relevant_hits_kept"]
+                 and out[m]["judge"]["unrelated_injecting"] <= out[m]["hand floor"]["unrelated_injecting"]
+                 for m in out)  # fmt: skip
+    out["default"] = "judge" if better else "hand floor"
+    print(f"  the default by this rule: {out['default']}")
+    return out
 
 
 def dump(shipped: judge.Judge) -> str:
@@ -347,7 +451,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=OUT, help="where the judge's JSON goes")
     parser.add_argument("--rows", type=Path, help="save the collected rows here, or reuse them when the file exists")
     parser.add_argument("--limit", type=int, help="only the first N examples of each split (a quick check)")
-    parser.add_argument("--max-injecting", type=float, default=0.05, help="bound on dev negative prompts injecting")
+    parser.add_argument("--floor-rule", choices=("matched", "bound"), default="matched",
+                        help="the floor: the lowest P whose dev unrelated prompts inject no more than the hand-set "
+                             "floor's in each mode ('matched'), or at most --max-injecting ('bound')")
+    parser.add_argument("--max-injecting", type=float, default=0.05,
+                        help="with --floor-rule bound: the bound on dev negative prompts injecting (hybrid)")
     parser.add_argument("--negatives", choices=("unrelated", "all"), default="unrelated",
                         help="the dev prompts the bound is on: unrelated ones, or all without a relevant passage")
     parser.add_argument("--features", choices=[*sorted(FEATURE_SETS), "choose"], default=SHIPPED_FEATURES,
@@ -369,15 +477,18 @@ def main(argv: list[str] | None = None) -> int:
             args.rows.write_text(json.dumps({s: [r.__dict__ for r in got] for s, got in rows.items()}),
                                  encoding="utf-8")  # fmt: skip
     shipped, meta = train({"train": rows["train"], "dev": rows["dev"]}, args.max_injecting, args.seed, args.negatives,
-                         None if args.features == "choose" else args.features)
+                         None if args.features == "choose" else args.features, args.floor_rule)
     for mode in ("hybrid", "keyword"):
         m = getattr(shipped, mode)
         print(f"\n{mode} ({meta['fits'][mode]['features']}, L2 {meta['fits'][mode]['l2']}): bias {m.bias:+.2f}; "
               + ", ".join(f"{n} {w:+.2f}" for n, w in zip(m.features, m.weights, strict=True)))  # fmt: skip
-    print(f"\nfloor probability (chosen on dev): {shipped.floor:.2f}")
+    print(f"\nfloor probability (chosen on dev, rule {args.floor_rule!r}: dev unrelated prompts injecting at most "
+          + ", ".join(f"{m} {v:.3f}" for m, v in meta["max_injecting_dev"].items()) + f"): {shipped.floor:.2f}")
+    show_curves(curves(rows["dev"], shipped), shipped)
+    verdict = compare(rows["dev"], shipped)
     figures = table(rows, shipped)
     show(figures)
-    shipped = shipped._replace(meta=meta | {"figures": figures})
+    shipped = shipped._replace(meta=meta | {"dev_comparison": verdict, "figures": figures})
     args.out.write_text(dump(shipped), encoding="utf-8")
     print(f"\nwrote {args.out}")
     return 0

@@ -33,12 +33,19 @@ large tenant. We raised the consumer group to 6 instances and set max.poll.recor
 """
 
 
-def test_the_shipped_weights_load_and_carry_the_configured_floor() -> None:
+def test_the_shipped_weights_load_and_the_default_follows_their_dev_comparison() -> None:
     shipped = judge.load()
     assert shipped is not None, "memvault/recall/judge.json is missing or damaged"
     assert "cosine" in shipped.hybrid.features and "cosine" not in shipped.keyword.features
-    assert shipped.floor == relevance.MIN_PROBABILITY == config.Config().recall.min_probability
-    assert shipped.meta["trained_by"] == "scripts/train_relevance.py"
+    assert shipped.meta["trained_by"] == "scripts/train_relevance.py" and shipped.meta["floor_rule"] == "matched"
+    # train_relevance.py compares the judge with the hand-set floor on dev; the config's default is what it chose:
+    # the judge at its floor, or 0 (the hand-set floor).
+    default = config.Config().recall.min_probability
+    assert default == relevance.MIN_PROBABILITY
+    if shipped.meta["dev_comparison"]["default"] == "judge":
+        assert default == shipped.floor
+    else:
+        assert default == 0 and shipped.meta["dev_comparison"]["default"] == "hand floor"
 
 
 def test_a_damaged_weights_file_is_refused_with_a_reason(tmp_path: Path) -> None:
@@ -97,29 +104,61 @@ def zephyrq_vault(vault_dir: Path, memvault_home: Path) -> Path:
     return vault_dir
 
 
-@pytest.mark.xfail(strict=True, reason="issue 29 gap 3 still open: the judge trained on the team's data gives the note "
-                   "P 0.26 < the floor 0.29 (ranked first, margin 2.7, yet margin is not a signal the data supports)")
-def test_a_rare_name_with_a_clear_margin_injects_keyword_only_through_the_hook(zephyrq_vault: Path) -> None:
+def use_the_judge(memvault_home: Path, vault_dir: Path) -> float:
+    """Configure the learned judge at its shipped floor (recall.min_probability; the default 0 is the hand-set
+    floor) and return that floor."""
+    shipped = judge.load()
+    assert shipped is not None
+    configure(memvault_home, f"vault:\n  root: {vault_dir}\nembedding:\n  warm_service: false\n"
+              f"recall:\n  min_probability: {shipped.floor}\n")  # fmt: skip
+    return shipped.floor
+
+
+ZEPHYRQ_GAP = ("issue 29 gap 3 still open: keyword-only, the note (ranked first) has keyword coverage 0.42 < the "
+               "hand-set floor's 0.455, and the judge refit on the adapted query vectors gives it P 0.26 < its floor "
+               "0.27 (its margin is not a signal the data supports)")  # fmt: skip
+
+
+@pytest.mark.xfail(strict=True, reason=ZEPHYRQ_GAP)
+@pytest.mark.parametrize("floor", ["hand floor (default)", "judge"])
+def test_a_rare_name_with_a_clear_margin_injects_keyword_only_through_the_hook(
+    zephyrq_vault: Path, memvault_home: Path, floor: str
+) -> None:
+    if floor == "judge":
+        use_the_judge(memvault_home, zephyrq_vault)
     result = run_hook("user_prompt_submit", payload("UserPromptSubmit", prompt=ZEPHYRQ))
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip(), log_records("UserPromptSubmit")[-1]
     assert "zephyrq-consumer-lag.md" in context_of(result, "UserPromptSubmit")
 
 
+@pytest.mark.parametrize("floor", ["hand floor (default)", "judge"])
 @pytest.mark.parametrize("prompt", ["What is the capital of France?", "how long should I boil an egg for a runny yolk"])
-def test_an_unrelated_prompt_injects_nothing_through_the_hook(zephyrq_vault: Path, prompt: str) -> None:
+def test_an_unrelated_prompt_injects_nothing_through_the_hook(
+    zephyrq_vault: Path, memvault_home: Path, prompt: str, floor: str
+) -> None:
+    if floor == "judge":
+        use_the_judge(memvault_home, zephyrq_vault)
     result = run_hook("user_prompt_submit", payload("UserPromptSubmit", prompt=prompt))
     assert result.returncode == 0 and result.stdout.strip() == "", result.stdout
 
 
-def test_explain_says_the_probability_against_the_floor(zephyrq_vault: Path) -> None:
+def test_explain_says_the_probability_against_the_floor(zephyrq_vault: Path, memvault_home: Path) -> None:
+    floor = use_the_judge(memvault_home, zephyrq_vault)
     vault = open_vault(zephyrq_vault)
     result = vault.recall("how should we roll out a database migration", floor=True)
     best = result.hits[0]
-    assert best.path.endswith("db-migration-rollout.md") and best.probability >= relevance.MIN_PROBABILITY
-    assert best.why.startswith(f"P(relevant) {best.probability:.2f} (keyword-only) ≥ {relevance.MIN_PROBABILITY:.2f} (")
+    assert best.path.endswith("db-migration-rollout.md") and best.probability >= floor
+    assert best.why.startswith(f"P(relevant) {best.probability:.2f} (keyword-only) ≥ {floor:.2f} (")
     assert "keywords" in best.why  # the signals that carried it are named, with their share of the logit
     assert all(h.why.startswith("P(relevant)") and "<" in h.why for h in result.dropped)
+
+
+def test_explain_says_the_hand_set_floor_by_default(zephyrq_vault: Path) -> None:
+    result = open_vault(zephyrq_vault).recall("how should we roll out a database migration", floor=True)
+    best = result.hits[0]
+    assert best.path.endswith("db-migration-rollout.md")
+    assert best.why.startswith(f"keywords {best.coverage:.2f} (keyword-only) ≥ {relevance.MIN_COVERAGE:.2f}")
 
 
 def test_an_older_config_with_the_hand_set_floor_keys_still_loads(memvault_home: Path, vault_dir: Path) -> None:

@@ -1,12 +1,12 @@
-"""The relevance floor: a hit's raw signals and the absolute test on them, P(relevant) by the judge ≥ the floor.
+"""The relevance floor: a hit's raw signals and the absolute test on them, the hand-set floor or the learned judge.
 
 Fusion only ranks candidates against each other, so it always has a "best" hit, however unrelated the
-prompt. The floor asks of each hit, on its own: is it relevant? The learned judge (`judge`, trained by
-scripts/train_relevance.py) reads the chunk's signals (cosine, keyword coverage, shared and rare words,
-exact identifiers, the fusion rank, score and margin, the note's kind, folder and shape) and gives
-P(relevant); below the floor probability nothing is injected. An exact identifier always passes; notes
-that need a reason (`eligible`) must also give it. Runs on the prompt path: standard library and the
-index layer only.
+prompt. The floor asks of each hit, on its own: is it relevant? By default the hand-set floor answers
+(cosine + 0.2 × keyword coverage, keyword coverage alone without a query vector); with
+`recall.min_probability` above 0 the learned judge does (`judge`, trained by scripts/train_relevance.py:
+P(relevant) from the chunk's signals, at least that probability). Below the floor nothing is injected.
+An exact identifier always passes; notes that need a reason (`eligible`) must also give it. Runs on the
+prompt path: standard library and the index layer only.
 """
 
 from __future__ import annotations
@@ -51,23 +51,25 @@ class Signals(Record):
     part: float = 0.0  # `coverage` of the prompt's best-covered sentence (a two-part prompt: of either part)
 
 
-# The floor probability the judge was calibrated with (scripts/train_relevance.py chooses it on the dev split and
-# writes it into judge.json; `recall.min_probability` in the config has the same default, a test keeps them equal).
-MIN_PROBABILITY = 0.29
-# The hand-set floor of before the judge (fitted by the old scripts/calibrate_floor.py): now only the fallback
-# when the judge's weights cannot be read, and `recall.min_relevance` 0 still turns the floor off.
+# The default floor probability: 0, the hand-set floor below. scripts/train_relevance.py chose the judge's floor on
+# the training data's dev split (judge.json's `floor`) and compared the two there at the same share of unrelated
+# prompts injecting: the judge kept no more relevant hits than the hand-set floor, so the hand-set floor stays the
+# default (wiki/explanation/recall.md, "The relevance judge"). `recall.min_probability` in the config has the same
+# default (a test keeps them equal); set it to judge.json's floor to use the judge.
+MIN_PROBABILITY = 0.0
+# The hand-set floor (fitted by the old scripts/calibrate_floor.py on LoCoMo dev conversations): the floor when
+# `min_probability` is 0 and when the judge's weights cannot be read; `recall.min_relevance` 0 turns the floor off.
 MIN_RELEVANCE, COVERAGE_WEIGHT, MIN_COVERAGE, MIN_SHARED_WORDS = 0.435, 0.2, 0.455, 2
 
 
 class Floor(Record):
-    """The absolute test: P(relevant) by the judge at least `min_probability`.
+    """The absolute test: the hand-set floor (`min_probability` 0), or P(relevant) by the judge ≥ `min_probability`.
 
-    The floor is on when both `min_relevance` and `min_probability` are above 0 (a config of before the judge
-    turned it off with `min_relevance: 0`, and still does). Keyword-only, a chunk must also contain at least
-    `min_shared_words` of the prompt's content words (a rule, with or without the judge). The other fields are
-    the hand-set floor used only when the judge cannot be read: relevance = cosine + coverage_weight × coverage
-    ≥ min_relevance; without a query vector the chunk must contain `min_coverage` of the prompt's content
-    words. An exact identifier always passes.
+    The floor is on when `min_relevance` is above 0 (a config of before the judge turned it off with
+    `min_relevance: 0`, and still does). The hand-set floor, also used when the judge cannot be read: relevance
+    = cosine + coverage_weight × coverage ≥ min_relevance; without a query vector the chunk must contain
+    `min_coverage` of the prompt's content words. Keyword-only, a chunk must also contain at least
+    `min_shared_words` of the prompt's content words (a rule of both floors). An exact identifier always passes.
     """
 
     min_relevance: float = 0.0
@@ -78,13 +80,17 @@ class Floor(Record):
 
     @property
     def on(self) -> bool:
-        return self.min_relevance > 0 and self.min_probability > 0
+        return self.min_relevance > 0
+
+    def learned(self) -> judge.Judge | None:
+        """The learned judge when this floor uses it (`min_probability` > 0 and its weights readable), else None."""
+        return judge.load() if self.min_probability > 0 else None
 
 
 def relevance(signals: Signals, floor: Floor) -> float:
-    """The one number the floor compares: P(relevant) by the judge (without its weights, the hand-set
-    cosine + coverage_weight × coverage, coverage alone without a vector)."""
-    shipped = judge.load()
+    """The one number the floor compares: P(relevant) by the judge (with the hand-set floor, or without the
+    judge's weights, cosine + coverage_weight × coverage, coverage alone without a vector)."""
+    shipped = floor.learned()
     if shipped is not None:
         return judge.probability(shipped, signals)
     return (signals.cosine or 0.0) + floor.coverage_weight * signals.coverage
@@ -143,8 +149,9 @@ _SAID = {
 
 
 def _floor(signals: Signals, floor: Floor) -> tuple[bool, str]:
-    """The floor's test alone, on any chunk: the judge's, or the hand-set one when its weights cannot be read."""
-    shipped = judge.load()
+    """The floor's test alone, on any chunk: the judge's, or the hand-set one (`min_probability` 0, or the judge's
+    weights cannot be read)."""
+    shipped = floor.learned()
     if shipped is None:
         return _hand_floor(signals, floor)
     p = judge.probability(shipped, signals)
