@@ -349,10 +349,10 @@ def curves(dev: list[Row], shipped: judge.Judge) -> list[dict[str, Any]]:
     dev unrelated prompts injecting and of dev relevant hits kept, per mode."""
     out = []
     for mode in ("hybrid", "keyword"):
-        for step in range(5, 100, 5):
-            got = rates(dev, mode, shipped, step / 100)
-            out.append({"mode": mode, "floor": "judge", "at": step / 100} | got)
-        for value in HAND_SWEEP[mode]:
+        for at in sorted({step / 100 for step in range(5, 100, 5)} | {shipped.floor}):
+            out.append({"mode": mode, "floor": "judge", "at": at} | rates(dev, mode, shipped, at))
+        shipped_at = HAND.min_relevance if mode == "hybrid" else HAND.min_coverage
+        for value in sorted({*HAND_SWEEP[mode], shipped_at}):
             hand = HAND._replace(min_relevance=value) if mode == "hybrid" else HAND._replace(min_coverage=value)
             out.append({"mode": mode, "floor": "hand floor", "at": value} | rates(dev, mode, None, 0.0, hand))
     return out
