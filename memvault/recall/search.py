@@ -59,7 +59,7 @@ class Options(Record):
     coverage_weight: float = relevance.COVERAGE_WEIGHT
     min_coverage: float = relevance.MIN_COVERAGE
     min_shared_words: int = relevance.MIN_SHARED_WORDS
-    min_probability: float = relevance.MIN_PROBABILITY  # the judge's floor (on only with min_relevance > 0 too)
+    min_probability: float = relevance.MIN_PROBABILITY  # 0: the hand-set floor; > 0: the judge at this P
     # The vault's daily-notes folder (`eligible.daily_folder`): its notes, like the idea ledger, need a reason.
     daily_folder: str = ""
     # The characters of each hit's shown passage, and how it is filled past the best chunk (`passages`).
@@ -133,7 +133,7 @@ class Hit(Record):
     judged_seq: int = 0  # the judged chunk's place in its note (the shown one is `chunk`)
     chunks: int = 1
     part_coverage: float = 0.0
-    probability: float = 0.0  # P(relevant) by the judge (`relevance.relevance`)
+    probability: float = 0.0  # P(relevant) by the judge, or the hand-set floor's relevance (`relevance.relevance`)
     why: str = ""
     passage: str = ""  # what is shown of the note to an agent: its best spans, chosen with the others' (`passages`)
 
