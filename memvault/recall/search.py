@@ -2,9 +2,9 @@
 
 Runs on the hook's prompt path, so it imports only the index layer and the standard library:
 the query vector comes from a callable (the warm service's client), never from a model loaded here.
-Somewhat over 400 lines: the hits are built here with the floor's signals of their candidate chunks
-(the rules themselves are `relevance`), and splitting the SQL of one recall across modules would
-not make it easier to follow.
+Over 400 lines: the hits are built here with the floor's and the judge's signals of their candidate
+chunks (the rules themselves are `relevance` and `judge`; the passages shown, `spans` and `passages`),
+and splitting the SQL of one recall across more modules would not make it easier to follow.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from memvault.records import Record
 from memvault.store import privacy
 from memvault.text import bounded_query
 
-from . import eligible, fusion, passages, relevance
+from . import eligible, fusion, passages, relevance, spans
 
 CANDIDATES = 100  # notes taken from each side before fusion (LoCoMo R@10 +0.002 over 50, no latency cost)
 MAX_IDENTIFIERS = 16  # exact identifiers of a query pinned first (each is one more FTS lookup)
@@ -28,8 +28,8 @@ CHUNKS_PER_NOTE = 3  # vector side: how many chunks to fetch per wanted note
 # Which chunk of a hit is shown, with a query vector: the one of highest cosine + this × keyword coverage among
 # all the note's chunks (notes of at most SHOWN_MAX_CHUNKS). Chosen on the dev conversations of LoCoMo session
 # notes (0.5, 1, 1.5 and 2 tried; wiki/explanation/recall.md): R@10 0.715 → 0.735, held-out 0.728 → 0.744.
-SHOWN_COVERAGE_WEIGHT = 1.5
-SHOWN_MAX_CHUNKS = 32
+SHOWN_COVERAGE_WEIGHT = spans.SHOWN_COVERAGE_WEIGHT
+SHOWN_MAX_CHUNKS = spans.SHOWN_MAX_CHUNKS
 FLOOR_REASON = "nothing passed the relevance floor"  # how a result emptied by the floor starts its reason
 # How a result starts when the index exists but its first full sync has not finished (the session-start
 # reindex still running): it holds only part of the vault, so the caller scans the files instead.
@@ -222,7 +222,7 @@ def recall(
         result.hits.sort(key=lambda h: -h.probability)
     result.dropped = [h for h in hits if h not in result.hits]
     if options.passage_fill == passages.SPREAD:
-        result.hits = _spread(index, result.hits, scored, options, terms)
+        result.hits = spans.spread(index, result.hits, scored, options, terms)
     if hits and not result.hits:
         best = max(hits, key=lambda h: relevance.relevance(signals_of(h), floor))
         floor_reason = f"{FLOOR_REASON} (best: {best.why})"
@@ -434,7 +434,7 @@ def _hits(
     kw_top = max((s for s, _ in keyword.values()), default=0.0) or 1.0
     choices = {n: list(dict.fromkeys(side[n][1] for side in (keyword, vector) if n in side)) for n, _ in ranked}
     judged_ids = [c for options in choices.values() for c in options]  # the floor judges these (as calibrated)
-    pools = _note_chunks(index, [n for n, _ in ranked]) if blob is not None else {}  # the shown chunk is one of these
+    pools = spans.note_chunks(index, [n for n, _ in ranked]) if blob is not None else {}  # the shown chunk is in one
     chunk_ids = [*judged_ids, *(c for pool in pools.values() for c in pool)]
     terms = list(postings)
     words = relevance.terms(index, terms, [len(postings[t]) for t in terms])
@@ -477,7 +477,7 @@ def _hits(
         ).fetchone()
         pool = pools.get(note_id, [])
         shown_by = {c: near.get(c, 0.0) + SHOWN_COVERAGE_WEIGHT * covered.get(c, (0.0, 0))[0] for c in pool}
-        passage = _passage(index, note_id, seq, options, terms, shown_by)
+        passage = spans.passage(index, note_id, seq, options, terms, shown_by)
         if scored is not None:
             scored[path] = (note_id, shown_by or {chunk_id: near.get(chunk_id, 0.0) + SHOWN_COVERAGE_WEIGHT *
                                                   covered.get(chunk_id, (0.0, 0))[0]})  # fmt: skip
@@ -517,48 +517,6 @@ def _hits(
     return hits
 
 
-def _passage(
-    index: Index, note_id: int, seq: int, options: Options, terms: list[str], scores: dict[int, float]
-) -> str:
-    """The passage shown for a hit whose best chunk is `seq`: that chunk, then more of the note (`passages.choose`).
-
-    The neighbour fills read only the chunks that can fit beside `seq`; "best" reads the note's chunks scored in
-    `scores` (chunk id → cosine + coverage, known for the notes of at most SHOWN_MAX_CHUNKS chunks).
-    """
-    reach = options.passage_chars // 200 + 1  # no chunk is that short but the last of a section
-    sql = "SELECT id, seq, text FROM chunks WHERE note_id = ?"
-    params: list[object] = [note_id]
-    if options.passage_fill != "best" or not scores:
-        sql += " AND seq BETWEEN ? AND ?"
-        params += [seq - reach, seq + reach]
-    rows = index.conn.execute(sql + " ORDER BY seq", params).fetchall()
-    pieces = [passages.Piece(s, t, scores.get(c, 0.0)) for c, s, t in rows]
-    return passages.render(passages.choose(pieces, seq, options.passage_chars, options.passage_fill, terms))
-
-
-def _spread(
-    index: Index, hits: list[Hit], scored: dict[str, tuple[int, dict[int, float]]], options: Options, terms: list[str]
-) -> list[Hit]:
-    """`hits` with the passages of the first `options.shown` (0: k) not in `options.given` chosen together
-    (`passages.spread`, passage_chars × their number); a shown hit that gets no chunk shows its snippet."""
-    shown = [h for h in hits if h.path not in options.given][: options.shown or options.k]
-    notes: list[list[passages.Piece]] = []
-    ranks: list[dict[int, float]] = []
-    sql = "SELECT id, seq, text FROM chunks WHERE note_id = ? AND seq BETWEEN ? AND ? ORDER BY seq"
-    for hit in shown:
-        note_id, scores = scored[hit.path]
-        rows = index.conn.execute(sql, (note_id, 0, SHOWN_MAX_CHUNKS)).fetchall()
-        if len(rows) > SHOWN_MAX_CHUNKS:  # a note too long to score all its chunks: the shown one's neighbours
-            rows = index.conn.execute(sql, (note_id, hit.chunk - 2, hit.chunk + 2)).fetchall()
-        elif len(scores) < len(rows):  # keyword-only: each chunk by the share of the prompt's words it names
-            scores = {c: SHOWN_COVERAGE_WEIGHT * passages.named(text, terms) for c, _, text in rows}
-        notes.append([passages.Piece(seq, text) for _, seq, text in rows])
-        ranks.append({seq: scores[c] for c, seq, _ in rows if c in scores})
-    chosen = passages.spread(notes, ranks, options.passage_chars * len(shown), [len(h.snippet) for h in shown], terms)
-    given = {h.path: text or h.snippet for h, text in zip(shown, chosen, strict=True)}
-    return [h._replace(passage=given[h.path]) if h.path in given else h for h in hits]
-
-
 def _margin(ranked: list[tuple[int, float]], rank: int, after: float | None) -> float:
     """How far the note at `rank` leads the next one in fusion's scores (0 when nothing follows)."""
     following = ranked[rank + 1][1] if rank + 1 < len(ranked) else after
@@ -592,18 +550,6 @@ def _judged(
     """The judge's inputs of `relevance.Signals` after `named`, in its order."""
     return (rare, kw, rank, score, margin, words, kind, shape.memory.get(note_id, False),
             shape.seqs.get(chunk_id, 0), shape.sizes.get(note_id, 1))  # fmt: skip
-
-
-def _note_chunks(index: Index, note_ids: list[int]) -> dict[int, list[int]]:
-    """note id → all its chunk ids, for the notes of at most SHOWN_MAX_CHUNKS chunks."""
-    if not note_ids:
-        return {}
-    marks = ",".join("?" * len(note_ids))
-    sql = f"SELECT note_id, id FROM chunks WHERE note_id IN ({marks}) ORDER BY seq"
-    out: dict[int, list[int]] = {}
-    for note_id, chunk_id in index.conn.execute(sql, note_ids):
-        out.setdefault(note_id, []).append(chunk_id)
-    return {n: ids for n, ids in out.items() if len(ids) <= SHOWN_MAX_CHUNKS}
 
 
 def admits(row: NoteRow, options: Options) -> bool:
