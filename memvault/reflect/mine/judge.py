@@ -16,6 +16,10 @@ high at or above `high` (the threshold where dev precision reached 0.95), medium
 else low. Hand rules stay only as vetoes: a question is never a statement, task-scoped wording ("for
 now", "this time") is never high, and a destructive or exfiltrating instruction is never high.
 Secrets and `<private>` spans are removed later, for every miner (`miner._finish`).
+
+Over 400 lines: the features, the two models that read them (lexical, and sentence vectors with their
+fallbacks) and the candidates built from them must stay exactly what scripts/train_judge.py trained on;
+kept in one module, a change to one is seen beside the others.
 """
 
 from __future__ import annotations
