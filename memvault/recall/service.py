@@ -40,7 +40,7 @@ from memvault.errors import MemvaultError
 from memvault.index import embed
 from memvault.store.disk import atomic_write
 
-from .client import INFO_NAME, LOCK_NAME, LOOPBACK, MAX_TEXTS, SOCKET_NAME
+from .client import INFO_NAME, LOCK_NAME, LOOPBACK, MAX_TEXTS, PROTOCOL, SOCKET_NAME
 
 MAX_REQUEST = 4 * 1024 * 1024
 CONNECTION_TIMEOUT = 5.0  # seconds a client may take to send its request and read the reply
@@ -195,7 +195,8 @@ class Server:
             info.update(address=LOOPBACK, port=self.listener.getsockname()[1])
         else:
             info.update(address=str(self.socket_file))
-        info.update(token=self.token, model=self.embedder.name, dim=self.embedder.dim, started_at=_now())
+        info.update(token=self.token, model=self.embedder.name, dim=self.embedder.dim, started_at=_now(),
+                    protocol=PROTOCOL)  # fmt: skip
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.info_file)
         atomic_write(self.info_file, json.dumps(info, indent=1).encode("utf-8"), private=True)  # 0600 from birth

@@ -101,13 +101,14 @@ def _embed_soon(root: Path, config: Config, index: ix.Index, first: list[str] | 
 def ensure_service(config: Config, *, wait: float = 0.0) -> dict[str, object] | None:
     """Start the warm service for the configured model if it is not running; optionally wait for it.
 
-    A service running another model (the config changed) is stopped and replaced.
+    A service running another model (the config changed), or started by another memvault (its requests' protocol
+    differs: an upgrade while it ran), is stopped and replaced.
     """
     if not embed.available():
         return None  # keyword-only install: nothing to start, nothing to wait for
     wanted = embed.model_name(config.embedding.model)
     info = client.status(timeout=0.5)
-    if info is not None and info.get("model") != wanted:
+    if info is not None and (info.get("model") != wanted or info.get("protocol") != client.PROTOCOL):
         client.stop()
         info = None
     if info is None:
