@@ -59,7 +59,7 @@ class Changes:
         the change stays in the journal (finished by the next command that can write) and
         `unfinished` says why, for the caller to show.
         """
-        if not (journal.pending(self.journal_dir) or journal.pending_undos(self.journal_dir) or self.uncommitted()):
+        if not self._interrupted():
             return []
         try:
             with self._locked():
@@ -120,9 +120,13 @@ class Changes:
         disk.sweep_temp_files(self.journal_dir)
         return done + self._catch_up()
 
+    def _interrupted(self) -> bool:
+        """Whether a crash left a change to finish: a journal record, an undo record, or a change not committed."""
+        return bool(journal.pending(self.journal_dir) or journal.pending_undos(self.journal_dir) or self.uncommitted())
+
     def _let_orphans_finish(self) -> None:
         """Before a crash's leftovers are finished: the gits a killed memvault process started must have ended."""
-        if not (journal.pending(self.journal_dir) or journal.pending_undos(self.journal_dir) or self.uncommitted()):
+        if not self._interrupted():
             return
         repo = gitops.repo_root(self.root)
         left = gitops.wait_for_orphans(repo) if repo is not None else []
