@@ -93,6 +93,11 @@ def relevance(signals: Signals, floor: Floor) -> float:
     shipped = floor.learned()
     if shipped is not None:
         return judge.probability(shipped, signals)
+    return _hand_value(signals, floor)
+
+
+def _hand_value(signals: Signals, floor: Floor) -> float:
+    """The hand-set floor's number: the cosine plus the weighted coverage (coverage alone without a vector)."""
     return (signals.cosine or 0.0) + floor.coverage_weight * signals.coverage
 
 
@@ -177,7 +182,7 @@ def _hand_floor(signals: Signals, floor: Floor) -> tuple[bool, str]:
         if floor.on and not signals.identifier and signals.shared_words < floor.min_shared_words:
             return False, f"{said}, {signals.shared_words} of the prompt's words < {floor.min_shared_words}"
     else:
-        value, need = (signals.cosine or 0.0) + floor.coverage_weight * signals.coverage, floor.min_relevance
+        value, need = _hand_value(signals, floor), floor.min_relevance
         said = f"cosine {signals.cosine:.2f} + {floor.coverage_weight:g} × {words} = {value:.2f}"
     if signals.identifier:
         return True, f"names an exact identifier from the prompt; {said}"
