@@ -3,7 +3,11 @@
 Commits name only the paths memvault touched, so the user's own staged or unstaged work is
 never swept into them. Undo never resets: it adds a revert commit, and skips commits of the
 change log alone. A lock file (`index.lock`, `HEAD.lock`, a ref's `.lock`) a killed git left
-behind is recognised by finding no git process at work in the repository (`locks`).
+behind is recognised by finding no git process at work in the repository (`locks`), and the gits
+a killed memvault started are waited for before its change is finished (`orphans`).
+
+A little over 400 lines: commits, undo's revert and the scan of the git processes at work are kept
+together because every commit and every undo consults the scan; the scan alone is about 130 lines.
 """
 
 from __future__ import annotations
