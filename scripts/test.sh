@@ -15,7 +15,7 @@ PY=.venv/bin/python
 "$PY" -m pip install --quiet "$TORCH_SPEC"
 # PYTHONWARNINGS: setuptools' build backend prints a boxed "Editable installation" warning for every
 # editable install, which says nothing about this project; pip passes the variable to the backend.
-PYTHONWARNINGS=ignore "$PY" -m pip install --quiet -e ".[embeddings,mcp,dev]"
+PYTHONWARNINGS=ignore "$PY" -m pip install --quiet -e ".[embeddings,mcp,team,dev]"
 
 "$PY" -m ruff check memvault tests scripts
 "$PY" -m mypy memvault
