@@ -213,3 +213,7 @@ def embedder():
     from memvault.index import embed
 
     return embed.load()
+
+
+# The team-memory tests' PostgreSQL with pgvector (a session server, a database per test): tests/pg.py.
+from tests.pg import pg_control, pg_server, team_db  # noqa: E402, F401
