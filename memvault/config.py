@@ -152,6 +152,35 @@ class GitSettings:
     message: str = _opt("memvault: {op} {target}", check=_commit_template)  # subject template; {op}, {target}, {reason}
 
 
+# Where discovery looks: local kinds (on by default: installed plugins' skills, ~/.claude/skills, the project's
+# .claude/skills, the other hosts' skill folders) and https addresses (the web whitelist, read only when
+# discovery.web is true, by the user's own agent).
+DISCOVERY_SOURCES = (
+    "plugins", "user-skills", "project-skills", "host-skills",
+    "https://github.com/topics/claude-code", "https://github.com/topics/agent-skills",
+    "https://github.com/anthropics/skills", "https://github.com/anthropics/claude-cookbooks",
+    "https://github.com/hesreallyhim/awesome-claude-code", "https://www.anthropic.com/engineering",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class DiscoverySettings:
+    web: bool = False  # yes to the web: the user's own agent reads the web whitelist (and nothing else) for discovery
+    sources: tuple[str, ...] = DISCOVERY_SOURCES
+    repos: tuple[str, ...] = ()  # local repositories whose skills are read too
+    every_days: int = _opt(7, low=1, high=365)  # discovery runs from the background job at most this often
+    daily_cap: int = _opt(6, low=0, high=1000)  # web runs (discovery and idea research) per machine and day; 0 = none
+    host: str = _opt("auto", choices=("auto", "claude", "codex", "gemini"))  # whose agent reads the web
+    budget_s: int = _opt(300, low=10, high=3600)  # one web run's wall clock
+    budget_fetches: int = _opt(3, low=1, high=50)  # the web tool calls one run may make
+    budget_tokens: int = _opt(5000, low=200, high=100_000)  # the answer kept from one run (about 4 characters each)
+
+
+@dataclass(frozen=True)
+class IdeasSettings:
+    research: str = _opt("local", choices=("local", "web"))  # web: a new idea is also researched by the user's agent
+
+
 @dataclass(frozen=True)
 class Config:
     memory: MemorySettings = MemorySettings()
@@ -162,6 +191,8 @@ class Config:
     reflection: ReflectionSettings = ReflectionSettings()
     gc: GcSettings = GcSettings()
     git: GitSettings = GitSettings()
+    discovery: DiscoverySettings = DiscoverySettings()
+    ideas: IdeasSettings = IdeasSettings()
     source: str | None = None  # the file this was read from, if any
 
     @property
