@@ -109,6 +109,44 @@ def _render_outcome(outcome: incubator.Outcome, indent: str = "") -> None:
         err.print(f"[yellow]warning:[/] {escape(outcome.warning)}")
 
 
+@cli.group()
+def research() -> None:
+    """Research an entry (`research idea SLUG`: an incubating idea gets its research.md)."""
+
+
+@research.command(name="idea")
+@click.argument("slug")
+@click.option("--group", "-g", help="The group whose incubator holds the idea (only needed when several do).")
+@json_option
+@pass_state
+def research_idea(state: State, slug: str, group: str | None, as_json: bool) -> None:
+    """Write SLUG's research.md in its incubator folder: the notes related to it, and the web part when allowed.
+
+    The web part runs only with `ideas.research: web`, for an idea that is not private, within the
+    `discovery.budget_*` budget and `discovery.daily_cap`, through your own agent with only its web tools;
+    what it returns is fenced as untrusted. Otherwise the page says why the web part did not run.
+    Researching again replaces the page. (`memvault idea TITLE BODY` parks an idea; this researches one.)
+    """
+    from memvault.discovery import research as researcher
+
+    outcome = researcher.research_idea(state.vault, slug, group=group)
+    if as_json:
+        print_json(outcome.as_dict())
+        return
+    out.print(f"wrote: [bold]{escape(outcome.path)}[/] ({plural(len(outcome.related), 'cross-reference')})",
+              soft_wrap=True)  # fmt: skip
+    if outcome.web is not None and outcome.web.ok:
+        ran = outcome.web
+        out.print(f"web: {ran.host}, {plural(ran.fetches, 'web call')}, {ran.seconds:.0f} s, "
+                  f"{plural(len(ran.sources), 'source')} (untrusted: review it)")  # fmt: skip
+    else:
+        out.print(f"web: did not run ({escape(outcome.web_why)})", soft_wrap=True)
+    if outcome.commit:
+        out.print(f"committed {outcome.commit[:10]}")
+    if outcome.warning:
+        err.print(f"[yellow]warning:[/] {escape(outcome.warning)}")
+
+
 @cli.command()
 @click.option("--months", type=click.IntRange(1), help="Untouched for this many months (default: gc.idea_months, 6).")
 @click.option("--ask", is_flag=True, help="Ask even when standard input is not a terminal (answers piped in).")
