@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -50,7 +51,10 @@ def test_cross_references_are_close_notes_and_never_the_idea_itself_or_the_ledge
 
 @pytest.mark.skipif(os.name == "nt", reason="the stand-in client is a POSIX script")
 def test_web_findings_are_fenced_as_untrusted_secrets_redacted_sources_listed(
-    vault: Vault, fake: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+    vault: Vault,
+    fake: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,  # noqa: F811
 ) -> None:
     park(vault)
     monkeypatch.setenv("FAKE_WEB_ANSWER", f"- pytest-rerunfailures exists (https://example.org/0)\n"
@@ -92,3 +96,41 @@ def test_the_web_part_that_fails_says_why(vault: Vault, tmp_path: Path) -> None:
     assert out.web is not None and not out.web.ok and "no agent to run" in out.web_why
     assert "The web part did not run: it did not finish: no agent to run" in (vault.root / out.path).read_text()
     assert web.last_run(tmp_path) is None
+
+
+def test_the_background_job_researches_new_ideas_and_runs_discovery_at_most_once_a_day(
+    vault: Vault, memvault_home: Path
+) -> None:
+    from memvault import paths
+    from memvault.discovery import cadence
+    from memvault.reflect.state import write_json
+
+    idea = park(vault)
+    now = time.time()
+    write_json(paths.state_dir() / cadence.STAMP, {"last": now - 3600})  # discovery ran an hour ago
+    done = cadence.run(vault, now=now)
+    assert "flaky-detector" in done["ideas_researched"] and (vault.root / idea.folder / "research.md").exists()
+    assert done["discovery"] in ("already ran today", f"last ran {cadence._day(now - 3600)}; due every 7 days "
+                                 "(discovery.every_days)")  # fmt: skip
+    assert "flaky-detector" not in cadence.run(vault, now=now)["ideas_researched"]  # a page already: not again
+    assert cadence.discovery_due(7, paths.state_dir(), now + 8 * 86400) is None
+    assert cadence.discovery_due(7, paths.state_dir(), now + 2 * 86400) is not None
+
+
+def test_stop_and_the_kill_switch_stop_the_background_research(vault: Vault, memvault_home: Path) -> None:
+    import subprocess
+    import sys
+
+    from memvault import paths
+
+    idea = park(vault)
+    paths.stop_file().touch()
+    env = {**os.environ, "MEMVAULT_VAULT": str(vault.root)}
+    subprocess.run([sys.executable, "-m", "memvault.hooks.jobs", "idle"], env=env, check=True, timeout=120)
+    assert not (vault.root / idea.folder / "research.md").exists()
+    paths.stop_file().unlink()
+    subprocess.run([sys.executable, "-m", "memvault.hooks.jobs", "idle"], env={**env, "MEMVAULT_ENABLED": "0"},
+                   check=True, timeout=120)  # fmt: skip
+    assert not (vault.root / idea.folder / "research.md").exists()
+    logged = "".join(p.read_text() for p in (paths.state_dir() / "logs").glob("hooks-*.jsonl"))
+    assert '"discovery": {"skipped": "the STOP file is present"}' in logged

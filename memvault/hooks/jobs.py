@@ -48,12 +48,24 @@ def main(argv: list[str] | None = None) -> int:
                 if args.session and args.transcript and not runtime.marker(args.session, "start").exists():
                     runtime.write_start_marker(args.session, {"transcript_path": args.transcript})
                 record.update(sweep(vault, idle_s=config.reflection.idle_minutes * 60))
+            if args.job in ("start", "idle"):  # last: a web run may take minutes, and nothing waits for this job
+                record["discovery"] = discovery(vault, Path(args.project) if args.project else None)
     except Exception as exc:
         record.update(result="error", reason=f"{type(exc).__name__}: {exc}"[:500])
     record["duration_ms"] = round((time.monotonic() - started) * 1000, 1)
     with contextlib.suppress(OSError):
         runtime.log_event(record)
     return 0
+
+
+def discovery(vault: Vault, project: Path | None) -> dict[str, Any] | str:
+    """New ideas researched and the weekly skill discovery (`discovery.cadence`); never fails the job."""
+    from memvault.discovery import cadence
+
+    try:
+        return cadence.run(vault, project)
+    except Exception as exc:
+        return f"failed: {type(exc).__name__}: {exc}"[:200]
 
 
 def fold_recalls(vault: Vault) -> int | str:
