@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, is_dataclass, replace
@@ -181,6 +182,30 @@ class IdeasSettings:
     research: str = _opt("local", choices=("local", "web"))  # web: a new idea is also researched by the user's agent
 
 
+def _no_password(value: str) -> str | None:
+    if re.search(r"(^|\s)password\s*=|[?&]password=|://[^/@\s]*:[^/@\s]*@", value, re.IGNORECASE):
+        return "must not hold a password: put it in the libpq password file (PGPASSFILE) or a service file"
+    return None
+
+
+def _mirror(value: str) -> str | None:
+    if value in ("all", "none") or re.fullmatch(r"recent [1-9][0-9]{0,6}", value):
+        return None
+    return f"must be all, none or 'recent N' (N entries, the newest first), got {value!r}"
+
+
+@dataclass(frozen=True)
+class TeamSettings:
+    # Team memory (`memvault team`, wiki/explanation/team-memory.md). The connection comes from libpq's own places:
+    # `service` names a block of the libpq service file (~/.pg_service.conf or PGSERVICEFILE); `conninfo` is a
+    # connection string without a password. The password: the libpq password file (~/.pgpass or PGPASSFILE).
+    service: str | None = None
+    conninfo: str | None = _opt(None, check=_no_password)
+    teams: tuple[str, ...] = ()  # the teams whose entries are pulled and searched (org entries always)
+    mirror: str = _opt("all", check=_mirror)  # what is mirrored into MemoryVault/team: all, recent N, none
+    publish_queue: bool = True  # a publish while the server is down waits in a local queue (false: it fails)
+
+
 @dataclass(frozen=True)
 class Config:
     memory: MemorySettings = MemorySettings()
@@ -193,6 +218,7 @@ class Config:
     git: GitSettings = GitSettings()
     discovery: DiscoverySettings = DiscoverySettings()
     ideas: IdeasSettings = IdeasSettings()
+    team: TeamSettings = TeamSettings()
     source: str | None = None  # the file this was read from, if any
 
     @property

@@ -217,8 +217,13 @@ def terms(index: Index, words: list[str], found: list[int] | None = None) -> Ter
         match = chunking.fts_query([word]) or ""
         count = found[i] if found is not None else int(index.conn.execute(sql, (match,)).fetchone()[0])
         queries.append(match)
-        weights.append(math.log(1 + (total - count + 0.5) / (count + 0.5)))
+        weights.append(idf(total, count))
     return Terms(queries, weights, total)
+
+
+def idf(total: int, count: int) -> float:
+    """A word's weight when `count` of `total` chunks (or team entries) contain it: BM25's IDF."""
+    return math.log(1 + (total - count + 0.5) / (count + 0.5))
 
 
 def coverage(

@@ -1,0 +1,184 @@
+"""The team schema in a real PostgreSQL: migrations once, CHECK constraints, row-level security against raw SQL
+from a member's own login, the append-only audit and history."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+
+import psycopg
+import pytest
+from psycopg import errors as pg
+
+from memvault.team import admin, schema
+from tests.pg import TeamDb
+
+
+def _insert(conn: psycopg.Connection, scope: str, team: str | None, slug: str, body: str = "body", **extra: str) -> str:
+    uid = str(uuid.uuid4())
+    cols = {"uid": uid, "scope": scope, "team": team, "title": slug, "slug": slug, "body": body,
+            "content_hash": "h", **extra}  # fmt: skip
+    names = ", ".join(cols)
+    conn.execute(
+        f"INSERT INTO memvault.entries ({names}) VALUES ({', '.join(['%s'] * len(cols))})", list(cols.values())
+    )
+    conn.commit()
+    return uid
+
+
+@pytest.fixture
+def two_teams(team_db: TeamDb) -> tuple[str, str]:
+    """alice in team a, bob in team b; alice wrote one entry in a and one for the org, bob one in b."""
+    alice, bob = team_db.role("alice"), team_db.role("bob")
+    with team_db.connect() as conn:
+        admin.add_member(conn, alice, ["a"])
+        admin.add_member(conn, bob, ["b"])
+    with team_db.connect(alice) as conn:
+        _insert(conn, "team", "a", "a-note", "alpha convention")
+        _insert(conn, "org", None, "org-note", "org convention")
+    with team_db.connect(bob) as conn:
+        _insert(conn, "team", "b", "b-note", "bravo secret plan")
+    return alice, bob
+
+
+def test_init_db_applies_each_migration_once_even_when_run_twice_at_once(pg_server) -> None:
+    name = "memvault_fresh_init"
+    pg_server.sql(f"DROP DATABASE IF EXISTS {name}")
+    pg_server.sql(f"CREATE DATABASE {name}")
+    try:
+        results: list[list[int]] = []
+
+        def run() -> None:
+            with pg_server.connect(name) as conn:
+                results.append(schema.init_db(conn))
+
+        threads = [threading.Thread(target=run) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert sorted(results) == [[], [1]]
+        with pg_server.connect(name) as conn:
+            assert schema.init_db(conn) == []
+            assert schema.version(conn) == len(schema.migrations())
+            rows = conn.execute("SELECT version FROM memvault.schema_version").fetchall()
+            assert rows == [(1,)]
+    finally:
+        pg_server.sql(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.mark.parametrize(
+    ("scope", "team", "extra"),
+    [
+        ("team", None, {}),  # a team entry without its team
+        ("org", "a", {}),  # an org entry that names a team
+        ("personal", None, {}),  # personal entries never leave the machine
+        ("org", None, {"model_id": "m"}),  # a model without a vector
+        ("org", None, {"slug": "../escape"}),  # a slug that is a path
+        ("org", None, {"slug": ".hidden"}),
+    ],
+)
+def test_check_constraints_refuse_a_bad_scope_or_shape(team_db: TeamDb, scope, team, extra) -> None:
+    with team_db.connect() as conn:
+        admin.add_member(conn, team_db.role("admin"), ["a"])
+        with pytest.raises(pg.CheckViolation):
+            _insert(conn, scope, team, extra.pop("slug", "s"), **extra)
+
+
+def test_member_sees_own_teams_and_org_only(team_db: TeamDb, two_teams) -> None:
+    alice, bob = two_teams
+    with team_db.connect(alice) as conn:
+        assert conn.execute("SELECT current_user").fetchone()[0] == alice  # the member's own login, not a superuser
+        seen = {r[0] for r in conn.execute("SELECT slug FROM memvault.entries")}
+        assert seen == {"a-note", "org-note"}
+        assert conn.execute("SELECT count(*) FROM memvault.entries WHERE body LIKE '%bravo%'").fetchone()[0] == 0
+        assert conn.execute("SELECT count(*) FROM memvault.history WHERE team = 'b'").fetchone()[0] == 0
+        assert {r[0] for r in conn.execute("SELECT team FROM memvault.audit")} == {"a", None}
+        assert [r[0] for r in conn.execute("SELECT name FROM memvault.teams")] == ["a"]
+        assert {r[0] for r in conn.execute("SELECT role_name FROM memvault.team_members")} == {alice}
+    with team_db.connect(bob) as conn:
+        assert {r[0] for r in conn.execute("SELECT slug FROM memvault.entries")} == {"b-note", "org-note"}
+
+
+def test_member_cannot_change_another_teams_entries(team_db: TeamDb, two_teams) -> None:
+    alice, _ = two_teams
+    with team_db.connect(alice) as conn:
+        updated = conn.execute("UPDATE memvault.entries SET body = 'hijacked' WHERE team = 'b'").rowcount
+        assert updated == 0
+        conn.commit()
+        with pytest.raises(pg.InsufficientPrivilege):
+            conn.execute("DELETE FROM memvault.entries")
+        conn.rollback()
+        with pytest.raises(pg.InsufficientPrivilege):  # row-level security: not a member of b
+            _insert(conn, "team", "b", "planted")
+        conn.rollback()
+        with pytest.raises(pg.CheckViolation):  # moving an own entry into b (the trigger; the policy would too)
+            conn.execute("UPDATE memvault.entries SET team = 'b' WHERE slug = 'a-note'")
+        conn.rollback()
+        with pytest.raises(pg.InsufficientPrivilege):
+            conn.execute("TRUNCATE memvault.entries")
+        conn.rollback()
+        with pytest.raises(pg.InsufficientPrivilege):
+            conn.execute("INSERT INTO memvault.team_members (team, role_name) VALUES ('b', current_user)")
+        conn.rollback()
+        with pytest.raises(pg.InsufficientPrivilege):
+            conn.execute("ALTER TABLE memvault.entries DISABLE ROW LEVEL SECURITY")
+        conn.rollback()
+    with team_db.connect() as conn:  # the superuser's view: team b's entry is as bob wrote it
+        assert conn.execute("SELECT body, version FROM memvault.entries WHERE team = 'b'").fetchone() == (
+            "bravo secret plan",
+            1,
+        )
+
+
+def test_the_server_stamps_author_editor_version_and_cursor(team_db: TeamDb, two_teams) -> None:
+    alice, bob = two_teams
+    with team_db.connect(alice) as conn:
+        uid = _insert(conn, "team", "a", "forged", author=bob)
+        conn.execute("UPDATE memvault.entries SET version = 99, change_seq = 0, editor = %s WHERE uid = %s",
+                     (bob, uid))  # fmt: skip
+        conn.commit()
+        author, editor, version, seq = conn.execute(
+            "SELECT author, editor, version, change_seq FROM memvault.entries WHERE uid = %s", (uid,)
+        ).fetchone()
+    assert (author, editor, version) == (alice, alice, 2)
+    assert seq > 0
+
+
+def test_audit_and_history_are_append_only(team_db: TeamDb, two_teams) -> None:
+    alice, _ = two_teams
+    with team_db.connect(alice) as conn:
+        conn.execute("UPDATE memvault.entries SET body = 'alpha convention, v2' WHERE slug = 'a-note'")
+        conn.commit()
+        actions = conn.execute(
+            "SELECT action, actor, version FROM memvault.audit WHERE team = 'a' ORDER BY id"
+        ).fetchall()
+        assert actions == [("publish", alice, 1), ("edit", alice, 2)]
+        assert conn.execute("SELECT body FROM memvault.history WHERE team = 'a'").fetchall() == [("alpha convention",)]
+        for statement in ("UPDATE memvault.audit SET actor = 'someone'", "DELETE FROM memvault.audit",
+                          "INSERT INTO memvault.audit (uid, scope, version, action, actor) "
+                          "VALUES (gen_random_uuid(), 'org', 1, 'edit', 'x')",
+                          "DELETE FROM memvault.history", "UPDATE memvault.history SET body = ''"):  # fmt: skip
+            with pytest.raises(pg.InsufficientPrivilege):
+                conn.execute(statement)
+            conn.rollback()
+    with team_db.connect() as conn:  # not even the owner (a superuser here) rewrites it without dropping the guard
+        with pytest.raises(pg.InsufficientPrivilege, match="append-only"):
+            conn.execute("DELETE FROM memvault.audit")
+        conn.rollback()
+        assert conn.execute("SELECT count(*) FROM memvault.audit").fetchone()[0] == 4
+
+
+def test_removed_member_sees_nothing(team_db: TeamDb, two_teams) -> None:
+    alice, _ = two_teams
+    with team_db.connect() as conn:
+        admin.remove_member(conn, alice)
+    with team_db.connect(alice) as conn, pytest.raises(pg.InsufficientPrivilege):
+        conn.execute("SELECT * FROM memvault.entries")
+
+
+def test_admin_rejects_bad_names(team_db: TeamDb) -> None:
+    with team_db.connect() as conn:
+        for role, teams in (("Robert'); DROP TABLE x;--", ["a"]), ("pg_monitor", ["a"]), ("carol", ["Bad Team"])):
+            with pytest.raises(admin.AdminError):
+                admin.add_member(conn, role, teams)
