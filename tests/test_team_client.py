@@ -202,3 +202,45 @@ def test_the_envelope_refuses_private_notes_and_secrets_and_keeps_spans_paths_an
     assert out.frontmatter["protected"] is True and out.frontmatter["source"] == "manual"
     assert not {"group", "always_load", "supersedes"} & set(out.frontmatter)
     assert out.title == "Run the API tests" and out.kind == "domain" and out.slug == "mixed"
+
+
+# ---- publish, pull, the hook (the "done when") ------------------------------------------------
+
+
+def prompt_payload(member: Member, prompt: str, session: str = "s-1") -> dict[str, Any]:
+    return {
+        "session_id": session,
+        "transcript_path": str(member.home / f"{session}.jsonl"),
+        "cwd": str(member.home),
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": prompt,
+    }
+
+
+def test_a_convention_one_member_publishes_is_injected_at_the_other_members_next_prompt(
+    team: TeamDb, tmp_path: Path
+) -> None:
+    alice = add_member(team, tmp_path, "alice", ["backend"])
+    bob = add_member(team, tmp_path, "bob", ["backend"])
+    rel = alice.note("MemoryVault/default/workflow/alembic-migrations.md", "---\nkind: workflow\n---\n" + CONVENTION)
+    before = bob.hook("user_prompt_submit", prompt_payload(bob, PROMPT, "before"))
+    assert before.returncode == 0 and "alembic" not in before.stdout
+
+    published = alice.run("team", "publish", rel, "--team", "backend")
+    assert "published" in published.stdout
+    [row] = entries(team)
+    assert (row["author"], row["team"], row["scope"], row["version"]) == (alice.role, "backend", "team", 1)
+
+    pulled = bob.run("team", "pull")
+    assert "1 written" in pulled.stdout, pulled.stdout
+    [(mirrored, text)] = bob.mirror().items()
+    assert mirrored == "MemoryVault/team/backend/alembic-migrations.md"
+    assert f"team_author: {alice.role}" in text and "team_version: 1" in text and "alembic upgrade head" in text
+
+    hook = bob.hook("user_prompt_submit", prompt_payload(bob, PROMPT))
+    assert hook.returncode == 0, hook.stderr
+    context = json.loads(hook.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "alembic revision" in context and mirrored in context
+
+    again = bob.run("team", "pull", "--json")  # incremental: nothing new, nothing rewritten
+    assert json.loads(again.stdout)["changes"] == 0

@@ -4,7 +4,20 @@
 family of commands on it. Importing this package imports them all, so `memvault.cli:cli` is complete.
 """
 
-from . import health, hooks, ideas, install, migrate, notes, reflect, search, skills
+from . import discover, health, hooks, ideas, install, migrate, notes, reflect, search, skills, team
 from .group import cli
 
-__all__ = ["cli", "health", "hooks", "ideas", "install", "migrate", "notes", "reflect", "search", "skills"]
+__all__ = [
+    "cli",
+    "discover",
+    "health",
+    "hooks",
+    "ideas",
+    "install",
+    "migrate",
+    "notes",
+    "reflect",
+    "search",
+    "skills",
+    "team",
+]
