@@ -1,0 +1,201 @@
+"""Discovered patterns compared with what the user already has, and scored for fit with what they actually do.
+
+Already had: a pattern is left out when the skills index (`personal-skills/`) holds the same skill (same file,
+same bytes, same name, or a description that says the same: most of its search terms, or a cosine of at least
+`SAME_COSINE` by recall), or when the watchlist already holds it (waiting, dismissed, or approved into
+`personal-skills/`).
+
+Fit: the pattern's name, description and headings are recalled against the vault, with the relevance floor the
+hooks use, so only notes a prompt with those words would bring up count. Skill entries, the watchlist and the
+archive are left out (they say what the user has, not what they do). The fit is the sum of the recall scores of
+the best `CITED` notes, each counted 1.5 times when reflection wrote it from a session (what the user did, not
+only what they wrote down). A pattern no note of the user's is about scores 0 and is never proposed on its own.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from memvault.errors import MemvaultError
+from memvault.index import chunking
+from memvault.reflect import likeness
+from memvault.store import notes
+from memvault.vault.core import Vault
+
+from .sources import Pattern
+
+SKILLS = "personal-skills"
+WATCHLIST = "_skill-watchlist"
+CITED = 5  # notes cited per candidate
+SAME_TERMS = 0.8  # share of a description's search terms found in a skill entry that makes it the same skill
+SAME_COSINE = 0.85  # all-MiniLM-L6-v2 cosine between a description and a skill entry that makes it the same skill
+SESSION_WEIGHT = 1.5
+_NOT_CITED_AREAS = (WATCHLIST, "_archive", "_inbox", "_review")
+
+
+@dataclass(frozen=True)
+class Cited:
+    path: str
+    title: str
+    score: float
+    words: tuple[str, ...]  # the search terms the note shares with the pattern
+
+    @property
+    def link(self) -> str:
+        return f"[[{self.path.rsplit('/', 1)[-1].removesuffix('.md')}]]"
+
+
+@dataclass
+class Candidate:
+    pattern: Pattern
+    fit: float = 0.0
+    cited: list[Cited] = field(default_factory=list)
+
+    @property
+    def slug(self) -> str:
+        return self.pattern.slug
+
+    def as_dict(self) -> dict[str, Any]:
+        data = self.pattern.as_dict()
+        data.pop("body")
+        return {
+            **data,
+            "slug": self.slug,
+            "key": self.pattern.key,
+            "fit": round(self.fit, 4),
+            "cited": [
+                {"path": c.path, "title": c.title, "score": round(c.score, 4), "words": list(c.words)}
+                for c in self.cited
+            ],
+        }
+
+
+@dataclass
+class Evaluation:
+    candidates: list[Candidate] = field(default_factory=list)  # new to the user, best fit first
+    had: list[dict[str, str]] = field(default_factory=list)  # {"name", "source", "why", "entry"}: already had
+
+
+@dataclass(frozen=True)
+class Known:
+    """What the vault already holds: skill entries, and every watchlist key with its entry and state."""
+
+    skills: list[tuple[str, dict[str, Any], str]]  # (rel, frontmatter, body) of personal-skills entries
+    watched: dict[str, tuple[str, str]]  # pattern key or digest or slug → (rel, state)
+
+
+def known(vault: Vault) -> Known:
+    skills: list[tuple[str, dict[str, Any], str]] = []
+    watched: dict[str, tuple[str, str]] = {}
+    for group in _subdirs(vault.memory_dir):
+        for folder in (vault.memory_dir / group, vault.memory_dir / group / WATCHLIST):
+            for path in sorted(folder.glob("*.md")) if folder.is_dir() else []:
+                rel = path.relative_to(vault.root).as_posix()
+                try:
+                    note = vault.read(rel).note
+                except MemvaultError:
+                    continue
+                if not note.ok:
+                    continue
+                meta = dict(note.meta)
+                key = meta.get("watchlist_key")
+                if isinstance(key, str):  # an entry discovery wrote: waiting, dismissed, or approved
+                    state = str(meta.get("watchlist") or "waiting")
+                    for ident in (key, meta.get("pattern_digest"), f"slug:{path.stem}"):
+                        if isinstance(ident, str):
+                            watched.setdefault(ident, (rel, state))
+                elif group == SKILLS and folder.name == SKILLS and meta.get("status") != "archived":
+                    skills.append((rel, meta, note.body))
+    return Known(skills, watched)
+
+
+def _subdirs(folder: Any) -> list[str]:
+    try:
+        return sorted(p.name for p in folder.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
+    except OSError:
+        return []
+
+
+def already_had(vault: Vault, pattern: Pattern, have: Known, *, wait_service: float = 0.0) -> tuple[str, str] | None:
+    """(why, the entry) when the user already has this pattern; None when it is new to them."""
+    for ident, why in (
+        (pattern.key, "in the watchlist"),
+        (pattern.digest, "in the watchlist (same text)"),
+        (f"slug:{pattern.slug}", "in the watchlist (same name)"),
+    ):
+        if ident and ident in have.watched:
+            rel, state = have.watched[ident]
+            return (f"{why}: {state}", rel)
+    real = os.path.realpath(pattern.path) if pattern.path else None
+    for rel, meta, body in have.skills:
+        if pattern.digest and meta.get("skill_hash") == pattern.digest:
+            return ("an installed skill (same text)", rel)
+        if real and isinstance(meta.get("skill_file"), str) and os.path.realpath(meta["skill_file"]) == real:
+            return ("an installed skill (same file)", rel)
+        names = {notes.slugify(str(meta.get("name") or "")), rel.rsplit("/", 1)[-1].removesuffix(".md")}
+        if pattern.slug in names:
+            return ("a skill you have (same name)", rel)
+        said = f"{meta.get('description') or ''}\n{body}"
+        if len(chunking.query_terms(pattern.description, 400)) >= 4 and (
+            likeness.term_share(pattern.description, said) >= SAME_TERMS
+        ):
+            return ("a skill you have (its description says the same)", rel)
+    if pattern.description:
+        result = vault.recall(pattern.description, k=3, group=SKILLS, wait_service=wait_service)
+        for hit in result.hits:
+            if hit.cosine is not None and hit.cosine >= SAME_COSINE:
+                return (f"a skill you have (cosine {hit.cosine:.2f})", hit.path)
+    return None
+
+
+def query_of(pattern: Pattern) -> str:
+    return " ".join([pattern.name.replace("-", " "), pattern.description, *pattern.headings])[:1_000]
+
+
+def score(vault: Vault, pattern: Pattern, *, wait_service: float = 0.0) -> Candidate:
+    """The pattern's fit with the user's notes: see the module's docstring."""
+    query = query_of(pattern)
+    wanted = set(chunking.query_terms(query, 400))
+    result = vault.recall(query, k=12, floor=True, wait_service=wait_service)
+    cited: list[Cited] = []
+    total = 0.0
+    for hit in result.hits:
+        if hit.group == SKILLS or any(f"/{area}/" in hit.path for area in _NOT_CITED_AREAS):
+            continue
+        weight = SESSION_WEIGHT if _from_session(vault, hit.path) else 1.0
+        words = tuple(sorted(wanted & set(chunking.query_terms(f"{hit.title} {hit.snippet}", 400))))[:8]
+        cited.append(Cited(hit.path, hit.title, hit.score * weight, words))
+        total += hit.score * weight
+        if len(cited) >= CITED:
+            break
+    return Candidate(pattern, total, cited)
+
+
+def _from_session(vault: Vault, rel: str) -> bool:
+    """Whether reflection wrote this note from a session (its `source` is a session id, not a tool or `manual`)."""
+    try:
+        note = vault.read(rel).note
+    except MemvaultError:
+        return False
+    source = note.meta.get("source") if note.ok else None
+    return isinstance(source, str) and len(source) >= 32 and source.count("-") == 4
+
+
+def evaluate(vault: Vault, patterns: list[Pattern], *, wait_service: float = 0.0) -> Evaluation:
+    """The patterns new to the user, scored and ranked (best fit first); the others with why they are left out."""
+    have = known(vault)
+    evaluation = Evaluation()
+    seen: set[str] = set()
+    for pattern in patterns:
+        if pattern.key in seen or (pattern.digest and pattern.digest in seen):
+            continue
+        seen.update({pattern.key, pattern.digest})
+        had = already_had(vault, pattern, have, wait_service=wait_service)
+        if had is not None:
+            evaluation.had.append({"name": pattern.name, "source": pattern.source, "why": had[0], "entry": had[1]})
+            continue
+        evaluation.candidates.append(score(vault, pattern, wait_service=wait_service))
+    evaluation.candidates.sort(key=lambda c: (-c.fit, c.slug))
+    return evaluation
