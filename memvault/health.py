@@ -52,6 +52,7 @@ class Health:
     embedding: dict[str, Any] = field(default_factory=dict)  # configured model, index model, service
     never_recalled: list[str] = field(default_factory=list)  # clean-up candidates: old, never injected
     claude_memory: dict[str, Any] = field(default_factory=dict)  # Claude Code's own auto memory, this project
+    web: dict[str, Any] = field(default_factory=dict)  # web research and discovery: allowed or why not, the last run
     invalid: list[str] = field(default_factory=list)  # "path: reason"
     conflict_copies: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
@@ -108,6 +109,7 @@ def check(vault: Vault, *, service: bool = True, now: dt.datetime | None = None,
     embedding = _embedding(vault, index.get("model"), service, warnings)
     unrecalled = _never_recalled(entries, counted, index.get("recall_tracking_since"), vault.config, now)
     auto_memory = _claude_memory(vault, project, warnings)
+    web_state = _web(vault)
     for key, text in runtime.warnings().items():  # recorded by the hooks' idle sweep
         if text not in warnings and key != "stale_reflection":  # computed above, from the same facts
             warnings.append(text)
@@ -130,6 +132,7 @@ def check(vault: Vault, *, service: bool = True, now: dt.datetime | None = None,
         embedding=embedding,
         never_recalled=unrecalled,
         claude_memory=auto_memory,
+        web=web_state,
         invalid=invalid,
         conflict_copies=copies,
         skipped=skipped,
@@ -327,6 +330,21 @@ def _embedding(vault: Vault, index_model: Any, ask_service: bool, warnings: list
             " run `memvault serve --stop` (it restarts with the new model on demand)"
         )
     return info
+
+
+def _web(vault: Vault) -> dict[str, Any]:
+    """Web research and discovery: whether each may run (or why not), runs today against the cap, the last run."""
+    from memvault import paths
+    from memvault.discovery import web
+
+    config = vault.config
+    out: dict[str, Any] = {"discovery": web.why_not(config, "discovery"), "research": web.why_not(config, "research")}
+    out.update(runs_today=web.runs_today(paths.state_dir()), cap=config.discovery.daily_cap)
+    last = web.last_run()
+    if last:
+        out["last"] = {**last, "time": dt.datetime.fromtimestamp(float(last["time"]), dt.timezone.utc).isoformat(
+            timespec="seconds")}  # fmt: skip
+    return out
 
 
 def _claude_memory(vault: Vault, project: Path | None, warnings: list[str]) -> dict[str, Any]:

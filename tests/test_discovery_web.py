@@ -162,9 +162,32 @@ def test_a_run_past_its_wall_clock_is_killed(tmp_path: Path, fake: Path, monkeyp
     result = web.research("q", host=None, budget=web.Budget(seconds=1), purpose="research", state_dir=tmp_path,
                           config=said_yes(fake))  # fmt: skip
     assert not result.ok and "did not answer within 1 s" in result.why and result.seconds < 30
+    assert result.counted and web.runs_today(tmp_path) == 1  # the model was most likely answering: it counts
 
 
 def test_no_agent_found_says_so(tmp_path: Path) -> None:
     config = said_yes(tmp_path / "no-claude")
     result = web.research("q", host=None, budget=web.Budget(), purpose="research", state_dir=tmp_path, config=config)
     assert not result.ok and not result.started and "no agent to run" in result.why
+
+
+@pytest.mark.usefixtures("today")
+def test_health_says_whether_the_web_may_be_used_and_what_the_last_run_cost(
+    tmp_path: Path, fake: Path, vault_dir: Path, memvault_home: Path
+) -> None:
+    from click.testing import CliRunner
+
+    from memvault import health, open_vault
+    from memvault.cli import cli
+
+    vault = open_vault(vault_dir)
+    report = health.check(vault, service=False)
+    assert report.web["discovery"] == "discovery.web is false (the user did not say yes to the web)"
+    assert report.web["runs_today"] == 0 and "last" not in report.web
+    web.research("q", host=None, budget=web.Budget(), purpose="research", state_dir=paths.state_dir(),
+                 config=said_yes(fake))  # fmt: skip
+    report = health.check(vault, service=False)
+    assert report.web["runs_today"] == 1 and report.web["last"]["cost_usd"] == 0.0123
+    shown = CliRunner().invoke(cli, ["--vault", str(vault_dir), "health"]).output
+    assert "web: discovery off (discovery.web is false" in shown and "1 of 6 runs today" in shown
+    assert "research by claude, answered, 2 web calls" in shown and "$0.0123" in shown

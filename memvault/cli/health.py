@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from typing import Any
 
 import click
 from rich.markup import escape
@@ -56,6 +57,19 @@ def _render_counts(report: health_mod.Health) -> None:
         print_table((header, "entries"), pairs)
 
 
+def _render_web(web: dict[str, Any]) -> None:
+    """One line for web research and discovery (off and why, or on), and one for the last run."""
+    parts = [f"{what} {'on' if web[key] is None else 'off (' + escape(web[key]) + ')'}"
+             for what, key in (("discovery", "discovery"), ("idea research", "research"))]  # fmt: skip
+    out.print(f"web: {'; '.join(parts)}; {web['runs_today']} of {web['cap']} runs today", soft_wrap=True)
+    last = web.get("last")
+    if last:
+        cost = f", ${last['cost_usd']:.4f}" if isinstance(last.get("cost_usd"), (int, float)) else ""
+        result = "answered" if last.get("ok") else f"failed: {escape(str(last.get('why') or ''))}"
+        out.print(f"  last web run {last['time']}: {last.get('purpose')} by {last.get('host')}, {result}, "
+                  f"{last.get('fetches', 0)} web calls, {last.get('seconds', 0)} s{cost}", soft_wrap=True)  # fmt: skip
+
+
 def _render_health(report: health_mod.Health) -> None:
     out.print(
         f"vault [bold]{report.vault}[/]  ({report.entries} entries in {report.folder}/, "
@@ -96,6 +110,8 @@ def _render_health(report: health_mod.Health) -> None:
         + ("" if emb.get("installed") else " (not installed: keyword-only)")
         + f"; index vectors: {emb.get('index_model') or 'none'}; service: {running}"
     )
+    if report.web:
+        _render_web(report.web)
     auto = report.claude_memory
     if auto:
         state = "on" if auto.get("active") else "off"

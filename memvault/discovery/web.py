@@ -159,8 +159,8 @@ def research(
                              answered=True)  # fmt: skip
         if not answer.text.strip():
             raise MinerError("the agent gave no answer", answered=True)
-    except MinerError as exc:
-        counted = counted or exc.answered
+    except MinerError as exc:  # killed at the wall clock: the model was most likely answering, so it counts
+        counted = counted or exc.answered or time.monotonic() - started >= budget.seconds
         if counted:
             count_run(state)
         result = WebResult(False, "", [], 0, time.monotonic() - started, str(exc), name, counted=counted, started=True)
