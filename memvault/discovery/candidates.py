@@ -151,7 +151,7 @@ def already_had(vault: Vault, pattern: Pattern, have: Known, *, wait_service: fl
 
 
 def query_of(pattern: Pattern) -> str:
-    return " ".join([pattern.name.replace("-", " "), pattern.description, *pattern.headings])[:1_000]
+    return " ".join([pattern.name.replace("-", " "), pattern.description, *pattern.titles])[:1_000]
 
 
 def score(vault: Vault, pattern: Pattern, *, wait_service: float = 0.0) -> Candidate:

@@ -52,6 +52,12 @@ _LICENCES = (  # (SPDX id, words that identify the licence text), most specific 
     ("CC-BY-4.0", ("creative commons attribution 4.0",)),
     ("Unlicense", ("this is free and unencumbered software",)),
 )
+# Lines of a SKILL.md that tell an agent what to do always or never, or to drop what it was told: never adopted.
+COMMANDING = re.compile(
+    r"\b(always|never|must|ignore (?:all|any|the|previous|prior)|disregard|you are now|from now on|do not tell)\b",
+    re.IGNORECASE,
+)
+_UNTITLED = re.compile(COMMANDING.pattern + r"|://|`|\||\$\(", re.IGNORECASE)  # not a section title to reuse
 _SKIP_DIRS = {".git", "node_modules", ".venv", "venv", "__pycache__", "dist", "build"}
 
 
@@ -73,6 +79,11 @@ class Pattern:
     @property
     def slug(self) -> str:
         return notes.slugify(self.name, max_len=60) or "skill"
+
+    @property
+    def titles(self) -> tuple[str, ...]:
+        """Its section titles, less the ones that command an agent, link somewhere or hold code."""
+        return tuple(h for h in self.headings if not _UNTITLED.search(h))
 
     @property
     def key(self) -> str:

@@ -41,11 +41,6 @@ MIN_FIT = 0.0  # a discovery run writes entries only for patterns that fit bette
 LIMIT = 5  # entries a discovery run writes at most
 TERMS = 8  # search terms of the pattern named in "what it does"
 HEADING_WORDS = 6
-# Lines of a SKILL.md that tell an agent what to do always or never, or to drop what it was told: never adopted.
-_COMMANDING = re.compile(
-    r"\b(always|never|must|ignore (?:all|any|the|previous|prior)|disregard|you are now|from now on|do not tell)\b",
-    re.IGNORECASE,
-)
 
 
 @dataclass
@@ -184,7 +179,7 @@ def compose(candidate: Candidate) -> str:
     """The entry's body, in the user's terms: never a run of `SHINGLE` words of the upstream text."""
     pattern = candidate.pattern
     terms = chunking.query_terms(f"{pattern.name.replace('-', ' ')} {pattern.description}", TERMS)
-    heads = [_clip_words(h, HEADING_WORDS) for h in pattern.headings[:8]]
+    heads = [_clip_words(h, HEADING_WORDS) for h in pattern.titles[:8]]
     does = f"A {_origin_words(pattern.origin)} about {', '.join(terms) or 'an unnamed task'}."
     if heads:
         does += f" Its steps, by their titles: {'; '.join(heads)}."
@@ -201,7 +196,7 @@ def compose(candidate: Candidate) -> str:
     nots = ["- Its text: write your skill in your own words; this entry quotes none of it."]
     if pattern.tools:
         nots.append("- Its tool permissions as they are: give your skill only the tools it needs.")
-    commanding = sum(1 for line in pattern.body.splitlines() if _COMMANDING.search(line))
+    commanding = sum(1 for line in pattern.body.splitlines() if sources.COMMANDING.search(line))
     if commanding:
         nots.append(
             f"- Its {commanding} line{'s' if commanding != 1 else ''} telling an agent what to do always "
