@@ -6,6 +6,7 @@ unhealthy (exit 1); warnings are things to look at (exit 1 only with `--strict`)
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections import Counter
 from collections.abc import Sequence
@@ -53,6 +54,7 @@ class Health:
     never_recalled: list[str] = field(default_factory=list)  # clean-up candidates: old, never injected
     claude_memory: dict[str, Any] = field(default_factory=dict)  # Claude Code's own auto memory, this project
     web: dict[str, Any] = field(default_factory=dict)  # web research and discovery: allowed or why not, the last run
+    team: dict[str, Any] = field(default_factory=dict)  # team memory: last pull and why it failed, queued publishes
     invalid: list[str] = field(default_factory=list)  # "path: reason"
     conflict_copies: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
@@ -62,6 +64,18 @@ class Health:
     @property
     def ok(self) -> bool:
         return not self.problems
+
+
+def _team(vault: Vault, warnings: list[str]) -> dict[str, Any]:
+    """Team memory's line (no network: what the last pull recorded); a failed last pull is a warning."""
+    from memvault.team import status
+
+    if not status.configured(vault.config):
+        return {}
+    report = status.status(vault)
+    if report.last_error:
+        warnings.append(f"the last team pull failed ({report.last_error}); last good pull {report.last_pull}")
+    return {**dataclasses.asdict(report), "line": report.line()}
 
 
 def check(vault: Vault, *, service: bool = True, now: dt.datetime | None = None, project: Path | None = None) -> Health:
@@ -110,6 +124,7 @@ def check(vault: Vault, *, service: bool = True, now: dt.datetime | None = None,
     unrecalled = _never_recalled(entries, counted, index.get("recall_tracking_since"), vault.config, now)
     auto_memory = _claude_memory(vault, project, warnings)
     web_state = _web(vault)
+    team = _team(vault, warnings)
     for key, text in runtime.warnings().items():  # recorded by the hooks' idle sweep
         if text not in warnings and key != "stale_reflection":  # computed above, from the same facts
             warnings.append(text)
@@ -133,6 +148,7 @@ def check(vault: Vault, *, service: bool = True, now: dt.datetime | None = None,
         never_recalled=unrecalled,
         claude_memory=auto_memory,
         web=web_state,
+        team=team,
         invalid=invalid,
         conflict_copies=copies,
         skipped=skipped,

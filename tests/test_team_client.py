@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -244,3 +246,171 @@ def test_a_convention_one_member_publishes_is_injected_at_the_other_members_next
 
     again = bob.run("team", "pull", "--json")  # incremental: nothing new, nothing rewritten
     assert json.loads(again.stdout)["changes"] == 0
+
+
+# ---- offline is normal ---------------------------------------------------------------------------------
+
+
+def job_log(member: Member) -> list[dict[str, Any]]:
+    found = []
+    for path in sorted((Path(member.env["MEMVAULT_HOME"]) / "state" / "logs").glob("hooks-*.jsonl")):
+        found += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return found
+
+
+def test_server_absent_publish_waits_in_the_outbox_and_the_session_start_says_why_then_sends_it(
+    team: TeamDb, pg_control: Any, tmp_path: Path
+) -> None:
+    alice = add_member(team, tmp_path, "alice", ["backend"])
+    rel = alice.note("MemoryVault/default/workflow/alembic-migrations.md", CONVENTION)
+    pg_control.stop()
+    queued = alice.run("team", "publish", rel, "--team", "backend")
+    assert "queued" in queued.stdout and "published" not in queued.stdout
+    assert [q.source_path for q in alice.state().queued()] == [rel]
+    # the session start's background job: the local work done, the team part offline, and why, for health
+    job = subprocess.run(
+        [sys.executable, "-m", "memvault.hooks.jobs", "start"],
+        env=alice.env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert job.returncode == 0, job.stderr
+    [record] = [r for r in job_log(alice) if r.get("hook") == "job:start"]
+    assert record["result"] == "success" and record["team"] == "offline" and "reindexed" in record
+    health = alice.run("health", "--json", check=False)
+    team_health = json.loads(health.stdout)["team"]
+    assert team_health["queued"] == 1 and team_health["last_pull"] == "never"
+    assert "cannot reach" in team_health["last_error"] and "failed" in team_health["line"]
+
+    pg_control.start()
+    job = subprocess.run(
+        [sys.executable, "-m", "memvault.hooks.jobs", "start"],
+        env=alice.env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert job.returncode == 0
+    [row] = entries(team)
+    assert row["slug"] == "alembic-migrations" and row["author"] == alice.role
+    assert alice.state().queued() == []
+    status = json.loads(alice.run("team", "status", "--json").stdout)
+    assert status["last_error"] is None and status["queued"] == 0 and status["mirrored"] == 1
+
+
+def test_the_prompt_hook_never_loads_team_code_even_with_team_memory_configured(team: TeamDb, tmp_path: Path) -> None:
+    alice = add_member(team, tmp_path, "alice", ["backend"])
+    probe = (
+        "import sys, runpy\n"
+        f"sys.argv = [{str(HOOKS / 'user_prompt_submit.py')!r}]\n"
+        "try:\n    runpy.run_path(sys.argv[0], run_name='__main__')\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('memvault.team', 'psycopg'))), file=sys.stderr)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], input=json.dumps(prompt_payload(alice, PROMPT)), env=alice.env,
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0 and result.stderr.strip().splitlines()[-1] == "[]"
+
+
+# ---- what never reaches the database ------------------------------------------------------------------
+
+
+def test_a_secret_or_a_private_note_never_reaches_the_database(team: TeamDb, tmp_path: Path) -> None:
+    alice = add_member(team, tmp_path, "alice", ["backend"])
+    key = "ghp_" + "Zx9Qw8Er7Ty6Ui5Op4As3Df2Gh1Jk0Lz9Xc8"
+    secret = alice.note("MemoryVault/default/workflow/deploy.md", f"# Deploy\n\nUse token {key} for the registry.\n")
+    private = alice.note(
+        "MemoryVault/default/workflow/mine.md", "---\nprivate: true\n---\n# Mine\n\nZephyrq-only private plan.\n"
+    )
+    spans = alice.note(
+        "MemoryVault/default/workflow/spans.md",
+        "# Staging access\n\nAsk ops for access.\n<private>the door code is Quokka-4411</private>\n"
+        "Logs are in /home/alicewonder/stage/logs.\n",
+    )
+    refused = alice.run("team", "publish", secret, "--team", "backend", check=False)
+    assert refused.returncode == 1 and "[secret]" in refused.stderr
+    refused = alice.run("team", "publish", private, "--team", "backend", check=False)
+    assert refused.returncode == 1 and "[team-private]" in refused.stderr
+    alice.run("team", "publish", spans, "--team", "backend")
+    stored = everything(team)
+    assert "Ask ops for access" in stored  # the one that went, went whole
+    for leaked in (key, "Zephyrq", "Quokka-4411", "door code", "alicewonder", "/home/"):
+        assert leaked not in stored
+    assert alice.state().queued() == []  # nothing refused waits to be sent later either
+
+
+# ---- kill -9 ---------------------------------------------------------------------------------------------
+
+
+def paused_kill(member: Member, label: str, *args: str) -> None:
+    """Run `memvault ARGS`, stop it at the fault checkpoint `label`, and kill -9 it there."""
+    folder = member.home / f"pause-{label.replace(':', '-')}"
+    folder.mkdir()
+    proc = member.popen(*args, MEMVAULT_FAULT_PAUSE=f"{label}@{folder}")
+    deadline = time.monotonic() + 60
+    while not (folder / "paused").exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+@pytest.mark.parametrize("label", ["team-publish:queued", "team-publish:sent"])
+def test_kill_9_mid_publish_leaves_no_partial_entry_and_the_publish_goes_out_once(
+    team: TeamDb, tmp_path: Path, label: str
+) -> None:
+    alice = add_member(team, tmp_path, "alice", ["backend"])
+    rel = alice.note("MemoryVault/default/workflow/alembic-migrations.md", CONVENTION)
+    paused_kill(alice, label, "team", "publish", rel, "--team", "backend")
+    rows = entries(team)
+    assert len(rows) == (1 if label.endswith("sent") else 0)  # committed whole or not at all
+    assert [q.source_path for q in alice.state().queued()] == [rel]  # still journalled: it goes out later
+    alice.run("team", "pull")
+    [row] = entries(team)  # once, whatever the kill: the uid made the retry idempotent
+    assert row["version"] == 1 and "alembic upgrade head" in row["body"]
+    assert alice.state().queued() == [] and alice.state().published()[rel]["version"] == 1
+
+
+def test_kill_9_mid_pull_loses_no_entry_and_no_edit_and_duplicates_nothing(team: TeamDb, tmp_path: Path) -> None:
+    alice = add_member(team, tmp_path, "alice", ["backend"])
+    bob = add_member(team, tmp_path, "bob", ["backend"])
+    publish_many(team, alice, 30, prefix="first")
+    bob.run("team", "pull")
+    edited = "MemoryVault/team/backend/first-3.md"
+    mine = (bob.vault / edited).read_text().replace("Rule number 3", "Rule number 3, as bob reads it")
+    (bob.vault / edited).write_text(mine)  # an edit bob has not pushed yet
+    publish_many(team, alice, 1200, prefix="second")  # more than two batches of the pull
+    with team.connect(alice.role) as conn:
+        conn.execute("UPDATE memvault.entries SET body = body || 'changed' WHERE slug = 'first-3'")
+        conn.commit()
+    paused_kill(bob, "team-pull:batch-written", "team", "pull")  # after the first batch's files, before the cursor
+    bob.run("team", "pull")
+    mirror = bob.mirror()
+    wanted = {
+        f"MemoryVault/team/backend/{p}-{n}.md" for p, count in (("first", 30), ("second", 1200)) for n in range(count)
+    }
+    assert set(mirror) == wanted  # every entry once, none twice under a second name
+    assert mirror[edited] == mine  # bob's edit is kept; the server's change waits for his push
+    assert all("team_version: 1" in t for p, t in mirror.items() if p != edited)
+
+
+def publish_many(team: TeamDb, member: Member, count: int, *, prefix: str, team_name: str = "backend") -> list[str]:
+    """`count` entries published by `member` straight through the server API (as their role), for volume."""
+    import uuid
+
+    from memvault.team import server
+
+    uids = []
+    with team.connect(member.role) as conn:
+        for n in range(count):
+            body = f"# {prefix.title()} {n}\n\nRule number {n} of the {prefix} batch: keep the {prefix} tests green.\n"
+            fm = {"kind": "workflow", "title": f"{prefix} {n}"}
+            uid = str(uuid.uuid4())
+            entry = server.EntryIn(uid, "team", team_name, "workflow", f"{prefix} {n}", f"{prefix}-{n}", body, fm,
+                                   envelope.content_hash(body, fm))  # fmt: skip
+            server.publish(conn, entry)
+            uids.append(uid)
+    return uids

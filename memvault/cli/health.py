@@ -116,6 +116,8 @@ def _render_health(report: health_mod.Health) -> None:
     if auto:
         state = "on" if auto.get("active") else "off"
         out.print(f"Claude Code auto memory (this project): {state}, {plural(int(auto.get('files', 0)), 'file')}")
+    if report.team:
+        out.print(escape(report.team["line"]))
     if report.never_recalled:
         count = len(report.never_recalled)
         out.print(f"never recalled, older than gc.unrecalled_days ({count}; clean-up candidates, you decide):")

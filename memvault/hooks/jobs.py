@@ -97,6 +97,7 @@ def warm_up(vault: Vault, project: Path | None = None) -> dict[str, Any]:
         out.update(reindexed=report.changed, embedded=report.embedded, warnings=report.warnings or None)
     except MemvaultError as exc:
         out.update(reindexed=None, reason=str(exc))
+    out.update(team_sync(vault))  # after the local reindex: a team server that is down delays nothing local
     try:  # whatever a crashed session's transcript holds, the skills are still indexed
         out.update(sweep(vault, idle_s=None))
     except Exception as exc:
@@ -105,6 +106,15 @@ def warm_up(vault: Vault, project: Path | None = None) -> dict[str, Any]:
     if warm:  # last: the reindex and the skills index may have just changed the index
         out["vectors_loading"] = load_vectors(vault)
     return out
+
+
+def team_sync(vault: Vault) -> dict[str, Any]:
+    """Team memory, when configured: send publishes a person queued, pull the team's changes (short timeout)."""
+    if not (vault.config.team.service or vault.config.team.conninfo):
+        return {}
+    from memvault.team import status
+
+    return status.session_sync(vault)
 
 
 def load_vectors(vault: Vault) -> bool:
