@@ -312,6 +312,25 @@ def write_vault_root(vault_root: Path, path: Path | None = None) -> Path:
     return path
 
 
+def write_keys(values: dict[str, dict[str, Any]], path: Path | None = None) -> Path:
+    """Set keys in the config file (section → key → value), keeping every other key; the file is checked first."""
+    path = path or paths.config_file()
+    raw = path.read_text(encoding="utf-8") if path.exists() else ""
+    data = yaml.safe_load(raw) or {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"config {path}: the top level must be a mapping of sections")
+    sections = {name: {**(data.get(name) or {}), **keys} for name, keys in values.items()}
+    from_dict({**data, **sections}, origin=str(path))  # never write a file we would refuse to read
+    text = notes.with_meta(notes.Note(body="", meta=data, frontmatter=raw), sections).frontmatter or ""
+    from memvault.store import disk
+
+    created = not path.exists()
+    if not path.parent.exists():
+        paths.ensure_private_dir(path.parent)
+    disk.atomic_write(path, text.encode("utf-8"), private=created)
+    return path
+
+
 def _section(name: str, values: dict[str, Any], origin: str) -> Any:
     cls = type(getattr(Config(), name))
     hints = get_type_hints(cls)

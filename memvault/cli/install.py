@@ -50,6 +50,12 @@ _dry_run = click.option("--dry-run", is_flag=True, help="Show what would change;
     show_default=True,
     help="The skill's slash command. 'memory' clashes with Claude Code's built-in /memory.",
 )
+@click.option(
+    "--web/--no-web",
+    "web",
+    default=None,
+    help="Let your own agent use the web (idea research, skill discovery) within a budget; asked on a terminal.",
+)
 @_scope
 @_project
 @_dry_run
@@ -62,6 +68,7 @@ def install(
     approve_tools: bool | None,
     vault: Path | None,
     skill_name: str,
+    web: bool | None,
     scope: str,
     project: Path | None,
     dry_run: bool,
@@ -94,6 +101,7 @@ def install(
         else:
             results.append(agents.install_host(name, trust_hooks, enable_hooks, vault, dry_run, as_json))
     results += [agents.install_mcp(client, approve_tools, dry_run, as_json) for client in agents.mcp_clients(mcp)]
+    _web_answer(web, dry_run, as_json)
     if as_json:
         print_json(results[0] if len(results) == 1 else {"results": results, "dry_run": dry_run})
 
@@ -158,6 +166,40 @@ def _reflection_line() -> str:
         f"{escape(settings.claude_model)}, at most {settings.claude_calls_per_day} calls a day); to keep it offline, "
         f"set reflection.miner: offline in {where}"
     )
+
+
+WEB_QUESTION = (
+    "Let your own coding agent use the web, within a budget (5 minutes, 3 fetches a run, a few runs a day), to "
+    "research the ideas you park and find skills worth adopting? It is sent an idea's own text or the listed "
+    "addresses, never your notes; what it finds lands in review. memvault itself opens no connection."
+)
+
+
+def _web_answer(given: bool | None, dry_run: bool, as_json: bool) -> None:
+    """Record yes or no to the web (discovery.web, ideas.research): the flag, else asked once on a terminal."""
+    import sys
+
+    import yaml
+
+    from memvault import config as config_mod
+
+    if dry_run:
+        return
+    if given is None:
+        file = paths_mod.config_file()
+        try:
+            raw = yaml.safe_load(file.read_text(encoding="utf-8")) if file.exists() else None
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            return  # `memvault health` names a broken config; the question waits for a readable one
+        section = raw.get("discovery") if isinstance(raw, dict) else None
+        if (isinstance(section, dict) and "web" in section) or as_json or not sys.stdin.isatty():
+            return  # answered at an earlier install, or no one to ask: the web stays as the config says (off)
+        given = click.confirm(WEB_QUESTION, default=False, err=True)
+    where = config_mod.write_keys({"discovery": {"web": given}, "ideas": {"research": "web" if given else "local"}})
+    if not as_json:
+        state = "on: your agent researches new ideas and reads the discovery sources" if given else "off"
+        out.print(f"web research and discovery: {state} (discovery.web, ideas.research in {escape(str(where))})",
+                  soft_wrap=True)  # fmt: skip
 
 
 def _next_step(plan: installer.Plan) -> None:
