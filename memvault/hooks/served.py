@@ -27,6 +27,7 @@ MAX_AGE_S = 60.0  # a hook process older than this is not one the service should
 
 def prompt_hook(call: service.Call) -> dict[str, Any]:
     """Run a hook event for the hook process that sent it; the reply carries `stdout`, `writes` and the log line."""
+    entered = time.monotonic()
     request = call.request
     event, text, started = request.get("event"), request.get("payload"), request.get("started")
     host = request.get("host")  # Codex CLI or Gemini CLI; none for Claude Code
@@ -56,6 +57,9 @@ def prompt_hook(call: service.Call) -> dict[str, Any]:
     finally:
         events.SERVED.reset(token)
     record["served"] = True
+    # the hook process's start to this op's (interpreter, imports, the socket, the queue), and this op's own time
+    record["service_ms"] = {"reached": round((entered - float(started)) * 1000, 1),
+                            "ran": round((time.monotonic() - entered) * 1000, 1)}  # fmt: skip
     return {
         "ok": True,
         "stdout": json.dumps(output) + "\n" if output is not None else "",

@@ -76,6 +76,7 @@ class Embedder:
         self.name = name
         self.model = model
         self.query_map = query_map
+        self.quick: Any = None  # a `quick.QuickQuery` once `quicken()` built one: single queries skip `encode`
         getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
         self.dim = int(getter())
 
@@ -83,9 +84,20 @@ class Embedder:
         """Vectors for `texts` (notes); `threads` sets torch's intra-op threads for this call (and after it)."""
         return [row.astype("<f4").tobytes() for row in self._matrix(texts, batch_size, threads)]
 
+    def quicken(self) -> bool:
+        """Prepare the traced single-query path (`quick`); whether there is one. The warm service calls it once."""
+        from . import quick
+
+        self.quick = quick.build(self.model)
+        return self.quick is not None
+
     def encode_query(self, texts: Sequence[str], *, batch_size: int = 32, threads: int | None = None) -> list[bytes]:
         """Vectors for `texts` as queries: the model's, through the query adapter when one is loaded."""
-        matrix = self._matrix(texts, batch_size, threads)
+        if self.quick is not None and len(texts) == 1:
+            self._threads(threads)
+            matrix = self.quick.vector(texts[0])[None, :]
+        else:
+            matrix = self._matrix(texts, batch_size, threads)
         if self.query_map is not None and len(matrix):
             matrix = adapter.apply(self.query_map, matrix)
         return [row.astype("<f4").tobytes() for row in matrix]
@@ -93,11 +105,7 @@ class Embedder:
     def _matrix(self, texts: Sequence[str], batch_size: int, threads: int | None) -> Any:
         if not texts:
             return []
-        if threads is not None:
-            import torch
-
-            if torch.get_num_threads() != threads:
-                torch.set_num_threads(threads)
+        self._threads(threads)
         return self.model.encode(
             list(texts),
             batch_size=batch_size,
@@ -105,6 +113,16 @@ class Embedder:
             convert_to_numpy=True,
             show_progress_bar=False,
         )
+
+
+    @staticmethod
+    def _threads(threads: int | None) -> None:
+        """Set torch's intra-op threads for this call (and after it)."""
+        if threads is not None:
+            import torch
+
+            if torch.get_num_threads() != threads:
+                torch.set_num_threads(threads)
 
 
 def load(spec: str = DEFAULT, *, threads: int | None = None) -> Embedder:

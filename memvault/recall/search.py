@@ -144,7 +144,7 @@ class Hit(Record):
 class Result:
     """What one recall found: the hits to inject, the ones the floor dropped, and how the search went."""
 
-    __slots__ = ("dropped", "hits", "kw_hits", "mode", "ms", "partial", "reason", "vec_hits")
+    __slots__ = ("dropped", "hits", "kw_hits", "mode", "ms", "partial", "reason", "stages", "vec_hits")
 
     def __init__(self, mode: str = "none", reason: str | None = None, partial: bool = False) -> None:
         self.hits: list[Hit] = []
@@ -155,13 +155,28 @@ class Result:
         self.vec_hits = 0
         self.kw_hits = 0
         self.ms = 0.0
+        self.stages: dict[str, float] = {}  # where `ms` went: stage → ms (`Stages`), for the hook log and benchmarks
 
     def as_dict(self) -> dict[str, object]:
         return {
             "mode": self.mode, "partial": self.partial, "reason": self.reason, "vec_hits": self.vec_hits,
             "kw_hits": self.kw_hits, "ms": round(self.ms, 1), "hits": [h.as_dict() for h in self.hits],
-            "dropped": [h.as_dict() for h in self.dropped],
+            "dropped": [h.as_dict() for h in self.dropped], "stages": self.stages,
         }  # fmt: skip
+
+
+class Stages:
+    """Marks the end of each stage of one recall: `stage(name)` books the time since the last mark to `name`."""
+
+    __slots__ = ("last", "spent")
+
+    def __init__(self, since: float) -> None:
+        self.last, self.spent = since, {}
+
+    def stage(self, name: str) -> None:
+        now = time.monotonic()
+        self.spent[name] = round(self.spent.get(name, 0.0) + (now - self.last) * 1000, 2)
+        self.last = now
 
 
 def recall(
@@ -180,19 +195,24 @@ def recall(
     started = time.monotonic()
     deadline = started + options.budget_ms / 1000
     result = Result()
+    stages = Stages(started)
     terms = chunking.query_terms(query)
     space = index.vector_model() if index.vector else None
     vector_job = _VectorJob(embed, query, space[0] if space else None, deadline) if embed and space else None
     postings = _postings(index, terms)
+    stages.stage("postings")
     keyword = _keyword(index, terms, options, postings)
+    stages.stage("keyword")
     vector: dict[int, tuple[float, int]] = {}
     blob: bytes | None = None
     if vector_job is not None:
         blob, why = vector_job.result()
+        stages.stage("encode_wait")  # what the query vector took past the keyword side, which ran meanwhile
         if blob is not None and time.monotonic() >= deadline:
             blob = None
         if blob is not None:
             vector = _vector(index, blob, options, nearest or sqlite_nearest)
+            stages.stage("vector")
         else:
             result.partial, result.reason = True, why or "time budget spent before the vector search"
     elif not space:
@@ -213,9 +233,11 @@ def recall(
     )
     if options.fusion == "adaptive":  # the fixed-weight fusions stay the seed's formulas, untouched
         ranked = _pin_identifiers(index, query, ranked, keyword)
+    stages.stage("fusion")
     after = ranked[options.k][1] if len(ranked) > options.k else None
     scored: dict[str, tuple[int, dict[int, float]]] = {}  # path → its note id, {chunk id: how well it matches}
     hits = _hits(index, query, ranked[: options.k], vector, keyword, postings, blob, options, after, scored)
+    stages.stage("hits")  # each hit's signals, the floor's verdict and its passage
     floor = options.floor
     result.hits = [h for h in hits if not floor.on or relevance.verdict(signals_of(h), floor)[0]]
     if floor.on:  # what is injected goes by the judge's P (fusion's order among equals)
@@ -223,6 +245,8 @@ def recall(
     result.dropped = [h for h in hits if h not in result.hits]
     if options.passage_fill == passages.SPREAD:
         result.hits = spans.spread(index, result.hits, scored, options, terms)
+    stages.stage("passages")
+    result.stages = stages.spent
     if hits and not result.hits:
         best = max(hits, key=lambda h: relevance.relevance(signals_of(h), floor))
         floor_reason = f"{FLOOR_REASON} (best: {best.why})"
@@ -577,6 +601,7 @@ def recall_file(
     to scanning the files); it never raises for that. With `built_only` (the prompt hook, which can scan
     instead), so does an index whose first whole-vault sync has not finished (`UNBUILT_REASON`).
     """
+    opened = time.monotonic()
     try:
         index = open_reader(path)
     except (CorruptIndex, db.dbapi().Error) as exc:
@@ -584,7 +609,10 @@ def recall_file(
     try:
         if built_only and index.get_meta("last_sync") is None:  # set when a whole-vault sync ends
             return Result(reason=f"{UNBUILT_REASON} (a reindex is running or never finished)", partial=True)
-        return recall(index, query, options, embed, nearest)
+        open_ms = round((time.monotonic() - opened) * 1000, 2)
+        result = recall(index, query, options, embed, nearest)
+        result.stages = {"open": open_ms, **result.stages}
+        return result
     except db.dbapi().Error as exc:
         return Result(reason=f"the index could not be read ({exc})", partial=True)
     finally:

@@ -485,6 +485,8 @@ def _serve_locked(model: str, idle_minutes: float, embedder: Any, runtime: Path,
     from . import search, vecmem  # noqa: F401
 
     embedder.encode(["warm up"], threads=THREADS)
+    quick = getattr(embedder, "quicken", None)  # a stand-in embedder has none
+    quick_ready = bool(quick and quick())
     try:
         server = Server(embedder, runtime, idle_minutes, ops)
     except OSError as exc:
@@ -498,7 +500,8 @@ def _serve_locked(model: str, idle_minutes: float, embedder: Any, runtime: Path,
     where = server.info["address"] + (f":{server.info['port']}" if server.transport == "tcp" else "")
     log(
         f"started: model {embedder.name} (dim {embedder.dim}), {server.transport} {where}, "
-        f"ready in {time.monotonic() - started:.1f}s, idle exit after {server.idle_minutes:g} min"
+        f"ready in {time.monotonic() - started:.1f}s, idle exit after {server.idle_minutes:g} min, "
+        f"queries {'traced' if quick_ready else 'through encode'}"
     )
     reason = "interrupted"
     try:
