@@ -112,7 +112,9 @@ def question(title: str, body: str) -> str:
     text, _ = secrets.redact(f"{title}\n\n{body.strip()}")
     return (
         "An idea a developer parked for later, to research: what exists already (tools, libraries, write-ups), "
-        "the usual approaches and their trade-offs, and pitfalls.\n\n" + text[:4000]
+        "the usual approaches and their trade-offs, and pitfalls. Answer in plain markdown: short findings as "
+        "bullet points, each ending with the address it came from in parentheses; then a line 'Sources:' and the "
+        "addresses you read, one per line.\n\n" + text[:4000]
     )
 
 
