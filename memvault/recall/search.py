@@ -171,7 +171,8 @@ class Stages:
     __slots__ = ("last", "spent")
 
     def __init__(self, since: float) -> None:
-        self.last, self.spent = since, {}
+        self.last = since
+        self.spent: dict[str, float] = {}
 
     def stage(self, name: str) -> None:
         now = time.monotonic()
