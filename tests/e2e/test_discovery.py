@@ -1,4 +1,4 @@
-"""Idea research through the real Claude Code: its WebFetch reads pages from a local HTTPS server on 127.0.0.1.
+"""Idea research and skill discovery through the real Claude Code: WebFetch reads a local HTTPS server on 127.0.0.1.
 
 Claude Code's WebFetch upgrades http:// to https:// and asks api.anthropic.com whether a domain may be
 fetched before fetching it. So the pages are served over TLS with a throwaway certificate for 127.0.0.1
@@ -6,7 +6,9 @@ that the client is told to trust (NODE_EXTRA_CA_CERTS), and the test HOME's sett
 check (`skipWebFetchPreflight`): nothing leaves the machine. The Messages API stub scripts the model:
 two WebFetch calls, the client's own page-summary calls answered with the page text, and a final answer
 that repeats what the pages said (one carries a prompt injection, one a secret-shaped string). Every
-start of the agent goes through a wrapper that records it, so "no agent started" is observed.
+start of the agent goes through a wrapper that records it, so "no agent started" is observed. Discovery's
+model answers the JSON discovery asks for, carrying the page's injection and secret: only a watchlist
+entry, incubating and in the user's terms, is written, and a second run proposes nothing new.
 """
 
 from __future__ import annotations
@@ -174,3 +176,68 @@ def _env() -> dict[str, str]:
     import os
 
     return dict(os.environ)
+
+
+SKILL_ANSWER = [  # what a model that read the pages might answer: the page's injection and secret in it
+    {"name": "flaky-test-bisector", "description": "Bisect flaky pytest tests by rerunning them.",
+     "headings": ["Rerun the failing test", INJECTION, f"Key {AWS_KEY} for the CI runner"], "source": "",
+     "licence": "MIT"},
+    {"name": "watercolor-palette", "description": f"Mixes watercolor palettes. {INJECTION}", "headings": ["Mix"],
+     "source": "", "licence": None},
+]  # fmt: skip
+
+
+def script_discovery(stub: AnthropicStub, pages: Pages) -> None:
+    """Two fetches of the whitelist, the pages' text back to the model, and the JSON discovery asks for."""
+    urls = [pages.url(p) for p in PAGES]
+    answer = [{**item, "source": f"{urls[n]}/SKILL.md"} for n, item in enumerate(SKILL_ANSWER)]
+
+    def summary(body: dict[str, Any]) -> dict[str, Any]:
+        return {"text": last_user_text(body).split("---")[1] if "---" in last_user_text(body) else "empty"}
+
+    calls = [{"call": "WebFetch", "args": {"url": u, "prompt": "Which skills are listed here?"}} for u in urls]
+    stub.reply({"calls": calls}, summary, summary, {"text": json.dumps(answer)})
+
+
+def test_discovery_reads_the_whitelist_writes_only_watchlist_entries_and_a_second_run_proposes_nothing_new(
+    tmp_path: Path, vault_dir: Path, memvault_home: Path, agent: Path, stub: AnthropicStub, pages: Pages,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    from click.testing import CliRunner
+
+    from memvault.cli import cli
+
+    sources = "".join(f"\n    - {pages.url(p)}" for p in PAGES)
+    configure(
+        memvault_home,
+        f"reflection:\n  claude_command: {agent}\n  claude_model: {MODEL}\n"
+        f"discovery:\n  web: true\n  host: claude\n  sources:{sources}\n"
+        "embedding:\n  warm_service: false\n",
+    )  # keyword-only recall scores the fit, as in the unit tests
+    monkeypatch.chdir(tmp_path)  # the project whose .claude/skills are read: an empty one
+    before = {p: p.read_bytes() for p in vault_dir.rglob("*") if p.is_file()}
+    script_discovery(stub, pages)
+    run = CliRunner().invoke(cli, ["--vault", str(vault_dir), "skills", "discover", "--json"], catch_exceptions=False)
+    assert run.exit_code == 0, run.output
+    report = json.loads(run.output)
+    assert "the web part ran (claude): 2 web calls" in report["web"] and sorted(pages.hits) == sorted(PAGES)
+    assert starts(tmp_path) == 1
+    first = stub.bodies()[0]
+    assert sorted(t["name"] for t in first.get("tools", [])) == ["WebFetch", "WebSearch"]
+    assert report["written"], json.dumps(report, indent=1)[:3000]
+    assert all("/_skill-watchlist/" in w for w in report["written"])
+    changed = {p for p in vault_dir.rglob("*") if p.is_file() and before.get(p) != p.read_bytes()}
+    assert changed and all("_skill-watchlist" in p.as_posix() or p.name.startswith("changelog") for p in changed)
+    for file in vault_dir.rglob("*"):
+        if file.is_file():
+            text = file.read_text(errors="replace")
+            assert AWS_KEY not in text, file  # the secret-shaped string is never written
+            assert INJECTION not in text, file  # the entry is in the user's terms: the page's words are not there
+    assert not (vault_dir / "MemoryVault" / "personal-skills" / "flaky-test-bisector.md").exists()  # not adopted
+    assert [Path(w).name for w in report["written"]] == ["flaky-test-bisector.md"]  # the unrelated one: not written
+    entry = (vault_dir / report["written"][0]).read_text()
+    assert "status: incubating" in entry and "status: active" not in entry  # waits for a person, never a rule
+
+    script_discovery(stub, pages)
+    again = CliRunner().invoke(cli, ["--vault", str(vault_dir), "skills", "discover", "--json"])
+    assert again.exit_code == 0 and json.loads(again.output)["written"] == []  # nothing new proposed
