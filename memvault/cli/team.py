@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import click
@@ -25,6 +27,20 @@ def team() -> None:
     Credentials come from libpq's own places (the service file, PGPASSFILE, PG* variables), never from
     the vault or memvault's config. See the how-to "Join a team and share notes".
     """
+
+
+@contextmanager
+def _talking(what: str) -> Iterator[None]:
+    """The server going away mid-command (a restart, the network) is one line, not a traceback."""
+    import psycopg
+
+    try:
+        yield
+    except psycopg.Error as exc:
+        raise MemvaultError(
+            f"{what} stopped: the team's server went away ({_line(exc)}); what was done is kept, run it again",
+            code="team-offline",
+        ) from None
 
 
 def _need(state: State) -> Any:
@@ -59,11 +75,12 @@ def init_db(state: State, conninfo: str | None) -> None:
     """Create or upgrade memvault's schema in the team's database (idempotent; run as its owner)."""
     from memvault.team import schema
 
-    conn = _admin_conn(state, conninfo)
-    try:
-        applied = schema.init_db(conn)
-    finally:
-        conn.close()
+    with _talking("init-db"):
+        conn = _admin_conn(state, conninfo)
+        try:
+            applied = schema.init_db(conn)
+        finally:
+            conn.close()
     out.print(f"schema up to date{f' (applied {applied})' if applied else ''}")
 
 
@@ -83,11 +100,12 @@ def member_add(state: State, role: str, teams: tuple[str, ...], password: bool, 
     from memvault.team import admin
 
     secret = click.prompt("password", hide_input=True, confirmation_prompt=True, err=True) if password else None
-    conn = _admin_conn(state, conninfo)
-    try:
-        admin.add_member(conn, role, list(teams), password=secret)
-    finally:
-        conn.close()
+    with _talking("member add"):
+        conn = _admin_conn(state, conninfo)
+        try:
+            admin.add_member(conn, role, list(teams), password=secret)
+        finally:
+            conn.close()
     out.print(f"member {escape(role)} in {', '.join(escape(t) for t in teams)}")
 
 
@@ -129,7 +147,8 @@ def pull(state: State, as_json: bool) -> None:
         tstate.record_pull(cursor=None, error=f"cannot reach the server: {_line(exc)}")
         raise MemvaultError(f"cannot reach the team's server: {_line(exc)}", code="team-offline") from None
     try:
-        report = mirror.pull(vault, conn, tstate, mirror=vault.config.team.mirror)
+        with _talking("the pull"):
+            report = mirror.pull(vault, conn, tstate, mirror=vault.config.team.mirror)
     finally:
         conn.close()
     if as_json:
@@ -153,12 +172,13 @@ def push(state: State, as_json: bool) -> None:
     from memvault.team import push as push_mod
 
     vault = _need(state)
-    result = push_mod.push(
-        vault,
-        TeamState(vault.root),
-        team_status.connector(vault.config, CONNECT_S),
-        mirror_mode=vault.config.team.mirror,
-    )
+    with _talking("the push"):
+        result = push_mod.push(
+            vault,
+            TeamState(vault.root),
+            team_status.connector(vault.config, CONNECT_S),
+            mirror_mode=vault.config.team.mirror,
+        )
     _print_sent(result, as_json)
 
 

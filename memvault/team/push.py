@@ -132,6 +132,8 @@ def flush(vault: Vault, state: TeamState, connect: Any) -> Sent:
                 result.error = str(exc)
                 continue
             state.record_published(out.source_path, str(row.uid), int(row.version), out.team, out.scope)
+            if out.source_path in state.conflicts():  # merged and pushed: the conflict is resolved
+                state.record_conflict(out.source_path, None)
             state.sent(out.uid)
             result.sent.append((out.source_path, int(row.version)))
     except Exception as exc:  # the connection broke mid-way: what was not confirmed stays queued
