@@ -241,3 +241,34 @@ def test_discovery_reads_the_whitelist_writes_only_watchlist_entries_and_a_secon
     script_discovery(stub, pages)
     again = CliRunner().invoke(cli, ["--vault", str(vault_dir), "skills", "discover", "--json"])
     assert again.exit_code == 0 and json.loads(again.output)["written"] == []  # nothing new proposed
+
+
+@pytest.mark.usefixtures("today")
+def test_the_fetch_budget_and_the_wall_clock_hold_with_the_real_client(
+    tmp_path: Path, vault_dir: Path, memvault_home: Path, agent: Path, stub: AnthropicStub, pages: Pages
+) -> None:
+    vault = vault_saying(vault_dir, memvault_home, agent, "web")
+    configure(memvault_home, "discovery:\n  budget_fetches: 1\n  budget_s: 10\n  host: claude\n")
+    vault = open_vault(vault_dir)
+    urls = [pages.url(p) for p in PAGES]
+
+    def summary(body: dict[str, Any]) -> dict[str, Any]:
+        return {"text": "a page"}
+
+    # A model that keeps fetching, one page a turn: the client stops it at its turn limit (fetches + 1).
+    stub.reply({"call": "WebFetch", "args": {"url": urls[0], "prompt": "read"}}, summary,
+               {"call": "WebFetch", "args": {"url": urls[1], "prompt": "read"}}, summary,
+               {"call": "WebFetch", "args": {"url": urls[0] + "?again", "prompt": "read"}}, summary,
+               "- findings that took three fetches")  # fmt: skip
+    out = research.research_idea(vault, "flaky-detector")
+    assert out.web is not None and not out.web.ok and out.web.counted, out.web_why
+    assert len(pages.hits) <= 2  # the third fetch never happened
+    assert "findings that took three fetches" not in (vault.root / out.path).read_text()
+    assert "The web part did not run: it did not finish" in (vault.root / out.path).read_text()
+
+    with stub.lock:
+        stub.queue.clear()  # what the stopped run never asked for
+    stub.reply({"text": "late", "delay": 30})  # the model does not answer within budget_s: killed at 10 s
+    late = research.research_idea(vault, "flaky-detector")
+    assert late.web is not None and not late.web.ok and "did not answer within 10 s" in late.web_why
+    assert late.web.seconds < 25 and "late" not in (vault.root / late.path).read_text().split("## On the web")[1]
