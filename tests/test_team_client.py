@@ -544,3 +544,52 @@ def test_eight_members_publish_pull_and_edit_at_once(team: TeamDb, tmp_path: Pat
         [copy] = (m.vault / "MemoryVault").glob("*/_review/team-conflict-*.md")
         assert f"Edited by {m.name}." in copy.read_text()
         assert f"Edited by {winners[0].name}." in (m.vault / shared).read_text()
+
+
+# ---- search on the server ----------------------------------------------------------------------------------
+
+
+def test_recall_team_and_the_mcp_recall_tool_search_the_server_within_the_members_teams(
+    team: TeamDb, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    alice = add_member(team, tmp_path, "alice", ["backend"])
+    bob = add_member(team, tmp_path, "bob", ["backend"], mirror="none")
+    carol = add_member(team, tmp_path, "carol", ["frontend"])
+    rel = alice.note("MemoryVault/default/workflow/alembic-migrations.md", CONVENTION)
+    alice.run("team", "publish", rel, "--team", "backend")
+    publish_many(team, alice, 20, prefix="unrelated")
+
+    found = json.loads(bob.run("recall", "--team", "--json", PROMPT).stdout)
+    assert found["mode"] == "keyword-only" and found["hits"]
+    top = found["hits"][0]
+    assert top["title"] == "Database migrations go through alembic revision files" and top["author"] == alice.role
+    assert top["mirrored"] is None and bob.mirror() == {}  # mirror: none — searched on the server only
+    assert "alembic" in bob.run("recall", "--team", PROMPT).stdout
+    assert json.loads(carol.run("recall", "--team", "--json", PROMPT).stdout)["hits"] == []  # not her team
+
+    from memvault.mcpserver import tools
+
+    for key in ("MEMVAULT_HOME", "PGSERVICEFILE", "PGPASSFILE"):
+        monkeypatch.setenv(key, bob.env[key])
+    text, paths = tools.team_recall(open_vault(bob.vault), "alembic revision for a production table", 3)
+    assert "alembic upgrade head" in text and paths
+    with pytest.raises(tools.Refused) as unset:
+        monkeypatch.setenv("MEMVAULT_HOME", str(tmp_path / "nobody"))
+        tools.team_recall(open_vault(bob.vault), "alembic revision", 3)
+    assert unset.value.code == "team-config"
+
+
+def test_the_admin_commands_init_db_and_member_add_and_remove(team: TeamDb, tmp_path: Path) -> None:
+    admin = add_member(team, tmp_path, "admin", ["backend"])
+    superuser = team.conninfo()  # the database's owner, over the local socket
+    assert "up to date" in admin.run("team", "init-db", "--conninfo", superuser).stdout  # the schema is there: no-op
+    dana = team.role("dana")
+    admin.run("team", "member", "add", dana, "--team", "backend", "--team", "ops", "--conninfo", superuser)
+    admin.run("team", "member", "remove", dana, "--team", "backend", "--conninfo", superuser)
+    with team.connect() as conn:
+        teams = [r[0] for r in conn.execute("SELECT team FROM memvault.team_members WHERE role_name = %s", (dana,))]
+    assert teams == ["ops"]
+    bad = admin.run(
+        "team", "member", "add", dana, "--team", "ops", "--conninfo", superuser + " password=x", check=False
+    )
+    assert bad.returncode == 2 and "no password" in bad.stderr

@@ -41,6 +41,7 @@ from .render import print_table
     help="Show the prompt hook's view: what it would inject for QUERY as a prompt, and why each other entry is not.",
 )
 @click.option("--no-floor", is_flag=True, help="Show the top entries even below the relevance floor.")
+@click.option("--team", "team", is_flag=True, help="Search the team's server instead (team and org entries).")
 @json_option
 @pass_state
 def recall(
@@ -53,6 +54,7 @@ def recall(
     wait: float,
     explain: bool,
     no_floor: bool,
+    team: bool,
     as_json: bool,
 ) -> None:
     """Find the entries most relevant to QUERY: meaning (vectors) and words (keywords) combined.
@@ -63,6 +65,10 @@ def recall(
     shown, nor the idea ledger, daily notes or skill entries without a strong reason; --explain says
     why each entry passed or not, --no-floor shows them all. `memvault search` does the same.
     """
+    if team:
+        from .team import recall_team
+
+        return recall_team(state, " ".join(query), k or 5, as_json)
     vault = state.vault
     spinner = err.status("waiting for the embedding service…") if wait > 0 and not as_json else nullcontext()
     with spinner:

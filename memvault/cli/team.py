@@ -109,6 +109,24 @@ def member_add(state: State, role: str, teams: tuple[str, ...], password: bool, 
     out.print(f"member {escape(role)} in {', '.join(escape(t) for t in teams)}")
 
 
+@member.command("remove")
+@click.argument("role")
+@click.option("--team", "teams", multiple=True, help="Leave only this team (repeat); without it, every team.")
+@click.option("--conninfo", metavar="CONNINFO", help="libpq connection string of an admin (default: team.service).")
+@pass_state
+def member_remove(state: State, role: str, teams: tuple[str, ...], conninfo: str | None) -> None:
+    """Take ROLE out of each --team (or out of every team and team memory); what it published stays."""
+    from memvault.team import admin
+
+    with _talking("member remove"):
+        conn = _admin_conn(state, conninfo)
+        try:
+            admin.remove_member(conn, role, list(teams) or None)
+        finally:
+            conn.close()
+    out.print(f"member {escape(role)} removed from {', '.join(escape(t) for t in teams) or 'team memory'}")
+
+
 @team.command()
 @click.argument("note")
 @click.option("--team", "team_name", metavar="NAME", help="The team to share it with.")
@@ -219,3 +237,26 @@ def _print_sent(result: Any, as_json: bool, redacted: list[str] | None = None) -
 def _line(exc: BaseException) -> str:
     lines = str(exc).strip().splitlines()
     return lines[0] if lines else type(exc).__name__
+
+
+def recall_team(state: State, query: str, k: int, as_json: bool) -> None:
+    """`memvault recall --team`: the server's hybrid search, floored as locally; what this member may read."""
+    from memvault.team import remote
+
+    vault = _need(state)
+    with _talking("the team search"):
+        try:
+            hits, mode = remote.search(vault, query, k, timeout_s=CONNECT_S)
+        except MemvaultError as exc:
+            if exc.code != "team-unavailable":
+                raise
+            raise MemvaultError(f"{exc.args[0]}", code="team-offline") from None
+    if as_json:
+        print_json({"mode": mode, "hits": [dataclasses.asdict(h) for h in hits]})
+        return
+    for rank, hit in enumerate(hits, 1):
+        where = f" → {escape(hit.mirrored)}" if hit.mirrored else ""
+        out.print(f"{rank}. [bold]{escape(hit.title)}[/] ({escape(hit.team)}, v{hit.version} by {escape(hit.author)})"
+                  f"{where}")  # fmt: skip
+        out.print(f"   [dim]{escape(hit.snippet)}[/]")
+    out.print(f"[dim]{len(hits)} team entr{'y' if len(hits) == 1 else 'ies'}, {mode} search on the server[/]")

@@ -55,11 +55,16 @@ def build() -> Any:
                 runtime.log_event(record)
 
     @server.tool(annotations=reading)
-    def recall(query: str, k: int = 5, group: str | None = None) -> str:
-        """Search the user's MemoryVault for notes relevant to `query` (meaning and keywords combined)."""
+    def recall(query: str, k: int = 5, group: str | None = None, team: bool = False) -> str:
+        """Search the user's MemoryVault for notes relevant to `query` (meaning and keywords combined);
+        with team=true, the team's shared notes on the team's server instead."""
         record: dict[str, Any] = {}
 
         def work() -> str:
+            if team:
+                text, found = tools.team_recall(tools.open_memory(), query, k)
+                record["team"] = True
+                return text
             text, found = tools.recall(tools.open_memory(), query, k, group)
             record["injected"] = [{"path": p} for p in found]  # what recall analytics count, as for the hooks
             return text

@@ -81,6 +81,30 @@ def recall(vault: Vault, query: str, k: int | None = None, group: str | None = N
     return redact("".join(lines)), [h.path for h in result.hits]
 
 
+def team_recall(vault: Vault, query: str, k: int | None = None) -> tuple[str, list[str]]:
+    """Team and org entries matching `query`, searched on the team's server (`recall` with team=true)."""
+    from memvault.team import remote, status
+
+    query = privacy.strip_private(bounded_query(_clean(_text(query, "query"))))
+    if not query.strip():
+        raise Refused("give a query: what the notes should be about", code="usage")
+    if not status.configured(vault.config) or not status.available():
+        raise Refused("team memory is not set up on this machine (team.service in the config)", code="team-config")
+    try:
+        hits, _ = remote.search(vault, query, k or 5)
+    except Exception as exc:  # the server down, unreachable or gone mid-query (psycopg's errors too): one refusal
+        said = exc.args[0] if isinstance(exc, MemvaultError) else " ".join(str(exc).split())
+        raise Refused(f"the team's server did not answer: {said}", code="team-offline") from None
+    shown = " ".join(query.split())[:80]
+    if not hits:
+        return redact(f"No team notes match {shown!r}."), []
+    lines = [f"Team notes for {shown!r} (from the team's server, most relevant first):"]
+    for hit in hits:
+        where = hit.mirrored or f"team {hit.team}, by {hit.author}"
+        lines.append(passages.entry(hit.title, where, "", privacy.strip_private(hit.body)[:1200]))
+    return redact("".join(lines)), [h.mirrored or f"team:{h.team}/{h.title}" for h in hits]
+
+
 def show(vault: Vault, path: str) -> str:
     """One note as markdown: its frontmatter and body, `<private>` spans removed, secrets redacted; a note an
     agent may not read (private, ignored, queued, outside the vault) is refused."""
