@@ -209,7 +209,7 @@ def test_discover_writes_fitting_entries_and_a_second_run_proposes_nothing_new(
     second = run(git_vault.root, "discover", "--project", str(tmp_path))
     assert second.exit_code == 0, second.output
     assert "wrote 0 watchlist entries" in second.output and "nothing new to propose" in second.output
-    assert "1 you already have" in second.output
+    assert "1 you have or already have in the watchlist" in second.output
     # The unrelated one is never written on its own, however often discovery runs.
     assert not (git_vault.memory_dir / "personal-private" / "_skill-watchlist" / "watercolor-palette.md").exists()
 

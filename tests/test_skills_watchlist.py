@@ -159,6 +159,7 @@ def test_approve_moves_the_entry_to_personal_skills_as_a_proposal(git_vault, hom
         "personal-skills", "incubating", False, "approved",
     )  # fmt: skip
     assert rel in git(git_vault.root, "show", "--name-only", "--format=", "HEAD").split()
+    assert "a proposal. Write the skill in your own words" in git_vault.read(rel).note.body
     # Listed with --all only; never proposed again; the skills index leaves it alone.
     listed = run(git_vault.root, "watchlist", "--json")
     assert json.loads(listed.output) == []

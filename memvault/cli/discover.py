@@ -67,8 +67,9 @@ def discover(
     print_table(("candidate", "fit", "from", "watchlist"), rows)
     verb = "would write" if dry_run else "wrote"
     out.print(
-        f"found {plural(report.found, 'pattern')}: {len(report.had)} you already have, "
-        f"{len(report.candidates)} new; {verb} {plural(len(report.written), 'watchlist entry', 'watchlist entries')}"
+        f"found {plural(report.found, 'pattern')}: {len(report.had)} you have or already have in the watchlist, "
+        f"{len(report.candidates)} new to you; "
+        f"{verb} {plural(len(report.written), 'watchlist entry', 'watchlist entries')}"
     )
     if not report.written:
         out.print("nothing new to propose")

@@ -309,7 +309,11 @@ def approve(vault: Vault, slug: str) -> WriteResult:
         "always_load": False,
         "status": "incubating",
     }
-    return vault.move(rel, target, meta=meta, op="skills-approve")
+    body = vault.read(rel).note.body
+    decided = (f"Approved on {notes.now():%Y-%m-%d}: a proposal. Write the skill in your own words; "
+               "`memvault index-skills` then gives it an entry of its own, and this one can go.")  # fmt: skip
+    body = re.sub(r"^Approve with `memvault skills watchlist approve .*$", decided, body, count=1, flags=re.M)
+    return vault.move(rel, target, meta=meta, body=body, op="skills-approve")
 
 
 def dismiss(vault: Vault, slug: str, reason: str = "") -> WriteResult:
