@@ -593,3 +593,18 @@ def test_the_admin_commands_init_db_and_member_add_and_remove(team: TeamDb, tmp_
         "team", "member", "add", dana, "--team", "ops", "--conninfo", superuser + " password=x", check=False
     )
     assert bad.returncode == 2 and "no password" in bad.stderr
+
+
+def test_review_offers_publish_to_team_and_approving_with_it_publishes(team: TeamDb, tmp_path: Path) -> None:
+    alice = add_member(team, tmp_path, "alice", ["backend"])
+    queued = "MemoryVault/personal-private/_review/alembic-migrations.md"
+    alice.note(queued, "---\nkind: workflow\nconfidence: medium\nroute: review\nsource: reflection\n---\n" + CONVENTION)
+    result = subprocess.run(
+        [sys.executable, "-m", "memvault", "review"], input="t\n", env=alice.env, capture_output=True, text=True,
+        timeout=120, cwd=alice.home,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "publish to team" in result.stdout and "published" in result.stdout
+    [row] = entries(team)
+    assert row["team"] == "backend" and json.loads(row["frontmatter"])["source"] == "reflection"
+    assert not (alice.vault / queued).exists()  # approved into its kind folder as well

@@ -232,6 +232,7 @@ def review(state: State) -> None:
       r  reject: delete it (a git vault keeps it in history)
       s  skip: leave it for later
       x  supersede existing: replace the entry it proposes (or one you name) with it
+      t  approve and publish to team (when team memory is set up): `memvault team publish`
       q  quit
     """
     vault = state.vault
@@ -270,12 +271,15 @@ def _review_queue(vault: Vault, queue: list[Any], done: dict[str, int]) -> None:
         if meta.get("warning"):
             out.print(f"[bold red]warning:[/] this {escape(str(meta['warning']))}", soft_wrap=True)
         out.print(escape(nf.note.body.strip()))
-        keys = "a/e/r/s/x/q"
+        keys, offered, team = "a/e/r/s/x/q", dict(_CHOICES), _team_offered(vault)
+        if team:  # team memory configured: approve and publish to the team, the person's explicit choice
+            keys, offered["t"] = "a/t/e/r/s/x/q", "team"
         choice = click.prompt(
-            f"approve, edit, reject, skip, supersede{' ' + str(proposes) if proposes else ' existing…'}, quit [{keys}]",
-            type=click.Choice(list(_CHOICES)), show_choices=False, default="s",
+            f"approve{', publish to team' if team else ''}, edit, reject, skip, "
+            f"supersede{' ' + str(proposes) if proposes else ' existing…'}, quit [{keys}]",
+            type=click.Choice(list(offered)), show_choices=False, default="s",
         )  # fmt: skip
-        action = _CHOICES[choice]
+        action = offered[choice]
         if action == "quit":
             break
         try:
@@ -295,6 +299,12 @@ def _review_one(vault: Vault, rel: str, action: str, proposes: Any) -> None:
         edited = click.edit(text, extension=".md")
         result = confirmed(vault, lambda: review_mod.approve(vault, rel, edited=edited), yes=False, ask=True)
         out.print(f"edited and approved → [bold]{escape(result.path)}[/]", soft_wrap=True)
+    elif action == "team":
+        result = confirmed(vault, lambda: review_mod.approve(vault, rel), yes=False, ask=True)
+        out.print(f"approved → [bold]{escape(result.path)}[/]", soft_wrap=True)
+        from .team import publish_reviewed
+
+        publish_reviewed(vault, result.path)
     elif action == "reject":
         confirmed(vault, lambda: review_mod.reject(vault, rel), yes=False, ask=True)
         out.print("rejected")
@@ -309,6 +319,13 @@ def _review_one(vault: Vault, rel: str, action: str, proposes: Any) -> None:
         out.print(
             f"superseded {escape(target)} → [bold]{escape(result.path)}[/] (archived {escape(result.archived or '')})"
         )
+
+
+def _team_offered(vault: Vault) -> bool:
+    """Whether review offers "publish to team" (team memory configured on this machine)."""
+    from memvault.team import status
+
+    return status.configured(vault.config)
 
 
 def _ask_target(vault: Vault) -> str | None:

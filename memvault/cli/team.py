@@ -213,7 +213,9 @@ def status_cmd(state: State, as_json: bool) -> None:
     out.print(f"mirrored entries: {report.mirrored}; cursor {report.cursor}")
 
 
-def _print_sent(result: Any, as_json: bool, redacted: list[str] | None = None) -> None:
+def _print_sent(
+    result: Any, as_json: bool, redacted: list[str] | None = None, *, exit_on_conflict: bool = True
+) -> None:
     if as_json:
         print_json(dataclasses.asdict(result))
     else:
@@ -230,7 +232,7 @@ def _print_sent(result: Any, as_json: bool, redacted: list[str] | None = None) -
             err.print(f"[yellow]warning:[/] secrets were redacted before sending ({', '.join(redacted)})")
         if result.error and result.queued:
             err.print(f"[yellow]why:[/] {escape(result.error)}")
-    if result.conflicts:
+    if result.conflicts and exit_on_conflict:
         sys.exit(1)
 
 
@@ -260,3 +262,24 @@ def recall_team(state: State, query: str, k: int, as_json: bool) -> None:
                   f"{where}")  # fmt: skip
         out.print(f"   [dim]{escape(hit.snippet)}[/]")
     out.print(f"[dim]{len(hits)} team entr{'y' if len(hits) == 1 else 'ies'}, {mode} search on the server[/]")
+
+
+def publish_reviewed(vault: Any, rel: str) -> None:
+    """Review's "publish to team": the approved entry goes through `team publish` (the team asked when several)."""
+    from memvault.team import push
+
+    teams = list(vault.config.team.teams)
+    if len(teams) == 1:
+        name = teams[0]
+    else:
+        name = click.prompt("publish to which team (or 'org' for everyone)", type=click.Choice([*teams, "org"]))
+    tstate = TeamState(vault.root)
+    scope = "org" if name == "org" else "team"
+    try:
+        entry = push.prepare_publish(vault, tstate, rel, scope=scope, team=None if scope == "org" else name)
+        connect = team_status.connector(vault.config, CONNECT_S)
+        result = push.publish(vault, tstate, entry, connect, queue=vault.config.team.publish_queue)
+    except MemvaultError as exc:  # approved and kept; only the publish was refused (a secret, private, offline)
+        err.print(f"[yellow]not published:[/] {escape(str(exc))}")
+        return
+    _print_sent(result, False, redacted=entry.redacted, exit_on_conflict=False)  # the review goes on
