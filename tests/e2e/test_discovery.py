@@ -9,6 +9,10 @@ that repeats what the pages said (one carries a prompt injection, one a secret-s
 start of the agent goes through a wrapper that records it, so "no agent started" is observed. Discovery's
 model answers the JSON discovery asks for, carrying the page's injection and secret: only a watchlist
 entry, incubating and in the user's terms, is written, and a second run proposes nothing new.
+
+Codex CLI's web search is a tool the model provider runs (nothing on this machine fetches), so its test
+checks what the request offers. Gemini CLI's `web_fetch` refuses loopback and private addresses, so its
+test checks the call is made, counted and refused before anything is reached.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ import pytest
 from memvault import open_vault, paths
 from memvault.discovery import research, web
 from memvault.ideas import incubator
-from tests.conftest import configure
+from tests.conftest import configure, snapshot
 
 from .stubs.anthropic import AnthropicStub, last_user_text, tool_results
 
@@ -272,3 +276,53 @@ def test_the_fetch_budget_and_the_wall_clock_hold_with_the_real_client(
     late = research.research_idea(vault, "flaky-detector")
     assert late.web is not None and not late.web.ok and "did not answer within 10 s" in late.web_why
     assert late.web.seconds < 25 and "late" not in (vault.root / late.path).read_text().split("## On the web")[1]
+
+
+@pytest.mark.usefixtures("today")
+def test_codex_is_offered_its_web_search_and_nothing_else_it_can_switch_off(
+    tmp_path: Path, codex_bin: Path, monkeypatch: pytest.MonkeyPatch, memvault_home: Path
+) -> None:
+    from .stubs.openai_responses import ResponsesStub
+    from .test_host_miners import CODEX_BUILTINS, codex_home
+
+    mark = tmp_path / "marks"
+    configure(memvault_home, f"reflection:\n  codex_command: {codex_bin}\nideas:\n  research: web\n")
+    with ResponsesStub(["- pytest-rerunfailures (https://example.org/rerun)"], log_path=tmp_path / "r.jsonl") as stub:
+        home = codex_home(tmp_path, stub, monkeypatch, mark)
+        result = web.research("What exists for flaky tests?", host="codex", budget=web.Budget(seconds=120),
+                              purpose="research", state_dir=paths.state_dir())  # fmt: skip
+        bodies = stub.bodies()
+    assert result.ok and result.host == "codex" and "pytest-rerunfailures" in result.text, result.why
+    assert result.sources == ["https://example.org/rerun"] and web.runs_today(paths.state_dir()) == 1
+    offered = {t.get("name") or t.get("type") for b in bodies for t in b.get("tools", [])}
+    assert "web_search" in offered and offered - {"web_search"} <= CODEX_BUILTINS, offered  # no shell, no MCP tools
+    assert "What exists for flaky tests?" in json.dumps(bodies[0]["input"])
+    assert not mark.exists()  # neither the user's MCP server nor their hook ran
+    assert not list(home.glob("sessions/**/*.jsonl"))  # --ephemeral
+
+
+@pytest.mark.usefixtures("today")
+def test_gemini_is_offered_only_its_web_tools_and_its_fetch_is_counted(
+    tmp_path: Path, gemini_bin: Path, monkeypatch: pytest.MonkeyPatch, memvault_home: Path, pages: Pages
+) -> None:
+    from .stubs.gemini import GeminiStub
+    from .test_host_miners import gemini_home
+
+    mark = tmp_path / "marks"
+    configure(memvault_home, f"reflection:\n  gemini_command: {gemini_bin}\nideas:\n  research: web\n")
+    url = pages.url("/rerun")
+    script = [{"call": "web_fetch", "args": {"prompt": f"Summarize {url}"}}, "- pytest-rerunfailures reruns tests"]
+    with GeminiStub(script, log_path=tmp_path / "r.jsonl") as stub:
+        home = gemini_home(tmp_path, stub, monkeypatch, mark)
+        before = snapshot(home)
+        result = web.research("What exists for flaky tests?", host="gemini", budget=web.Budget(seconds=120),
+                              purpose="research", state_dir=paths.state_dir())  # fmt: skip
+        bodies = stub.bodies()
+    assert result.ok and result.host == "gemini" and "pytest-rerunfailures" in result.text, result.why
+    declared = {f["name"] for b in bodies for t in b.get("tools") or [] for f in t.get("functionDeclarations") or []}
+    assert declared <= {"google_web_search", "web_fetch"} and "web_fetch" in declared, declared
+    # Gemini CLI's web_fetch refuses 127.0.0.1 and private addresses whatever its settings say (WebFetchTool's
+    # isBlockedHost): the furthest real step is the call made, the host refused, nothing reached.
+    assert result.fetches == 1 and pages.hits == []
+    assert "[Blocked Host]" in json.dumps(bodies[-1]["contents"][-1])
+    assert not mark.exists() and snapshot(home) == before  # no MCP server, no hook, nothing in the user's home
