@@ -199,3 +199,15 @@ def test_deciding_on_an_entry_that_is_not_there_says_so(vault) -> None:
     for verb in ("approve", "dismiss"):
         result = run(vault.root, "watchlist", verb, "nothing-here")
         assert result.exit_code == 1 and "no such watchlist entry" in result.output and "[missing]" in result.output
+
+
+def test_a_protected_entry_is_decided_only_with_yes(vault, home: Path) -> None:
+    watchlist.discover(vault, places(home), use_web=False)
+    rel = W + "flaky-triage.md"
+    vault.update(rel, meta={"protected": True})
+    refused = run(vault.root, "watchlist", "dismiss", "flaky-triage")
+    assert refused.exit_code == 1 and "[protected]" in refused.output and "--yes" in refused.output
+    assert vault.read(rel).note.meta["watchlist"] == "waiting"
+    done = run(vault.root, "watchlist", "dismiss", "flaky-triage", "--yes")
+    assert done.exit_code == 0, done.output
+    assert vault.read(rel).note.meta["watchlist"] == "dismissed"

@@ -10,7 +10,7 @@ from rich.markup import escape
 from memvault.discovery import sources, watchlist
 from memvault.text import plural
 
-from .group import State, cli, err, json_option, out, pass_state, print_json, print_result
+from .group import State, cli, confirmed, err, json_option, out, pass_state, print_json, print_result, yes_option
 from .render import print_table
 
 _DIR = click.Path(file_okay=False, path_type=Path)
@@ -128,18 +128,22 @@ def watchlist_list(state: State, every: bool, as_json: bool) -> None:
 
 @watchlist_group.command("approve")
 @click.argument("name")
+@yes_option
 @json_option
 @pass_state
-def approve(state: State, name: str, as_json: bool) -> None:
+def approve(state: State, name: str, yes: bool, as_json: bool) -> None:
     """Move NAME to personal-skills/ as a proposal: a skill for you to write, never a rule loaded by itself."""
-    print_result(watchlist.approve(state.vault, name), as_json)
+    vault = state.vault
+    print_result(confirmed(vault, lambda: watchlist.approve(vault, name), yes=yes, what="Approve it"), as_json)
 
 
 @watchlist_group.command("dismiss")
 @click.argument("name")
 @click.option("--reason", default="", help="Why, kept in the entry.")
+@yes_option
 @json_option
 @pass_state
-def dismiss(state: State, name: str, reason: str, as_json: bool) -> None:
+def dismiss(state: State, name: str, reason: str, yes: bool, as_json: bool) -> None:
     """Dismiss NAME: the entry stays, marked dismissed, and discovery never proposes it again."""
-    print_result(watchlist.dismiss(state.vault, name, reason), as_json)
+    vault = state.vault
+    print_result(confirmed(vault, lambda: watchlist.dismiss(vault, name, reason), yes=yes, what="Dismiss it"), as_json)

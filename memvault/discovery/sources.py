@@ -9,10 +9,14 @@ through `web.research`, the user's own agent, and only when `web.allowed(config,
 Everything read here is untrusted: files are read through `claude.confined` (no symlink out of their folder,
 regular files only, size-bounded), and the text a pattern carries never reaches the vault as it is (see
 `watchlist`, which writes an entry in the user's terms).
+
+Just over 400 lines: the local folders, the confined read of one SKILL.md (with its licence and link) and
+the parse of the web answer all make the same `Pattern`, under the same rules for untrusted text.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -91,33 +95,14 @@ class Pattern:
         return f"{self.slug}@{self.source}"
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "description": self.description,
-            "origin": self.origin,
-            "source": self.source,
-            "licence": self.licence,
-            "headings": list(self.headings),
-            "tools": list(self.tools),
-            "body": self.body,
-            "digest": self.digest,
-            "path": self.path,
-        }
+        return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Pattern:
-        return cls(
-            name=str(data["name"]),
-            description=str(data.get("description") or ""),
-            origin=str(data["origin"]),
-            source=str(data["source"]),
-            licence=data.get("licence"),
-            headings=tuple(data.get("headings") or ()),
-            tools=tuple(data.get("tools") or ()),
-            body=str(data.get("body") or ""),
-            digest=str(data.get("digest") or ""),
-            path=data.get("path"),
-        )
+        """A pattern as `as_dict` gave it (the last run's candidates, kept in the state folder)."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        values = {k: tuple(v) if k in ("headings", "tools") else v for k, v in data.items() if k in known}
+        return cls(**values)
 
 
 @dataclass(frozen=True)
