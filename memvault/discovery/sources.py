@@ -101,7 +101,9 @@ class Pattern:
     def from_dict(cls, data: Mapping[str, Any]) -> Pattern:
         """A pattern as `as_dict` gave it (the last run's candidates, kept in the state folder)."""
         known = {f.name for f in dataclasses.fields(cls)}
-        values = {k: tuple(v) if k in ("headings", "tools") else v for k, v in data.items() if k in known}
+        values: dict[str, Any] = {
+            k: tuple(v) if k in ("headings", "tools") else v for k, v in data.items() if k in known
+        }
         return cls(**values)
 
 
