@@ -608,3 +608,55 @@ def test_review_offers_publish_to_team_and_approving_with_it_publishes(team: Tea
     [row] = entries(team)
     assert row["team"] == "backend" and json.loads(row["frontmatter"])["source"] == "reflection"
     assert not (alice.vault / queued).exists()  # approved into its kind folder as well
+
+
+# ---- vectors come with the entries -----------------------------------------------------------------------
+
+
+def test_a_pulled_entry_brings_its_vector_when_the_model_matches_and_nothing_is_embedded_again(
+    team: TeamDb, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import array
+    import dataclasses
+    import random
+
+    from memvault.index import core, embed
+    from memvault.team import mirror, push, server
+
+    alice = add_member(team, tmp_path, "alice", ["backend"])
+    bob = add_member(team, tmp_path, "bob", ["backend"])
+    monkeypatch.setenv("MEMVAULT_HOME", alice.env["MEMVAULT_HOME"])
+    rng = random.Random(7)  # noqa: S311 - test vectors, not secrets
+    sent: dict[str, list[float]] = {}
+    with team.connect(alice.role) as conn:
+        for slug, model in (("one-chunk", embed.DEFAULT_NAME), ("other-model", "someone-elses-model")):
+            rel = alice.note(
+                f"MemoryVault/default/workflow/{slug}.md", CONVENTION.replace("alembic", f"alembic {slug}")
+            )
+            out = envelope.prepare(open_vault(alice.vault), rel, scope="team", team="backend")
+            text = mirror.embed_text(mirror.render(push._as_row(out)), out.slug)  # what bob's index will embed
+            assert text is not None
+            raw = [rng.gauss(0, 1) for _ in range(384)]
+            vector = [x / sum(v * v for v in raw) ** 0.5 for x in raw]
+            fm = {**out.frontmatter, envelope.EMBED_HASH: mirror.text_hash(text)}
+            server.publish(
+                conn, push.to_entry(dataclasses.replace(out, embedding=vector, model_id=model, frontmatter=fm))
+            )
+            sent[slug] = vector
+    assert "1 vector(s) imported" in bob.run("team", "pull").stdout
+
+    monkeypatch.setenv("MEMVAULT_HOME", bob.env["MEMVAULT_HOME"])
+    index = core.open_index(open_vault(bob.vault).index_file)
+    try:
+        assert index.vector_model() == (embed.DEFAULT_NAME, 384)
+        rows = index.conn.execute(
+            "SELECT n.path, n.embedded, v.embedding FROM notes n JOIN chunks c ON c.note_id = n.id "
+            "LEFT JOIN vec_chunks v ON v.rowid = c.id ORDER BY n.path"
+        ).fetchall()
+    finally:
+        index.close()
+    by_path = {path: (embedded, blob) for path, embedded, blob in rows}
+    embedded, blob = by_path["MemoryVault/team/backend/one-chunk.md"]
+    assert embedded == embed.DEFAULT_NAME  # counts as embedded: the service will not embed it again
+    assert array.array("f", blob).tolist() == pytest.approx(sent["one-chunk"], abs=1e-6)
+    assert by_path["MemoryVault/team/backend/other-model.md"] == (None, None)  # another model's vector: not used

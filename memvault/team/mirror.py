@@ -247,9 +247,8 @@ def import_vectors(vault: Vault, pulled: Iterable[tuple[str, Any]]) -> int:
             return 0
         current = index.vector_model()
         dim = len(items[0][1].embedding)
-        if current is None:
-            with index_db.transaction(index.conn):
-                index.use_model(wanted, dim)
+        if current is None:  # no vectors yet: this model's space, as the first embedding would make it
+            index.use_model(wanted, dim)
         elif current != (wanted, dim):
             return 0
         with index_db.transaction(index.conn):
