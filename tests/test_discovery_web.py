@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from memvault import paths
+from memvault import paths, runtime
 from memvault.config import Config, DiscoverySettings, IdeasSettings, MemorySettings, ReflectionSettings
 from memvault.discovery import web
 
@@ -123,6 +123,9 @@ def test_a_run_returns_the_answer_its_sources_and_cost_counted_against_the_cap(
     assert web.runs_today(tmp_path) == 1
     last = web.last_run(tmp_path)
     assert last is not None and last["ok"] and last["purpose"] == "research" and last["fetches"] == 2
+    logged = [json.loads(line) for f in runtime.log_dir().glob("hooks-*.jsonl") for line in f.read_text().splitlines()]
+    (line,) = [r for r in logged if r.get("hook") == "web:research"]
+    assert line["host"] == "claude" and line["fetches"] == 2 and line["cost_usd"] == 0.0123 and line["ok"]
     again = web.research("q", host=None, budget=web.Budget(), purpose="research", state_dir=tmp_path, config=config)
     assert not again.ok and not again.started and "daily cap of 1" in again.why and len(started(tmp_path)) == 1
     assert not list((tmp_path / "web-run").iterdir())  # the run's empty folder is gone

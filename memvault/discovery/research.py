@@ -108,8 +108,8 @@ def cross_references(vault: Vault, idea: incubator.Idea, title: str, body: str, 
 
 
 def question(title: str, body: str) -> str:
-    """What the agent is asked: the idea's title and text, secrets redacted (nothing else of the vault)."""
-    text, _ = secrets.redact(f"{title}\n\n{body.strip()}")
+    """What the agent is asked: the idea's title and text, private spans removed, secrets redacted (nothing else)."""
+    text, _ = secrets.redact(strip_private(f"{title}\n\n{body.strip()}"))
     return (
         "An idea a developer parked for later, to research: what exists already (tools, libraries, write-ups), "
         "the usual approaches and their trade-offs, and pitfalls. Answer in plain markdown: short findings as "
