@@ -211,3 +211,18 @@ def test_a_protected_entry_is_decided_only_with_yes(vault, home: Path) -> None:
     done = run(vault.root, "watchlist", "dismiss", "flaky-triage", "--yes")
     assert done.exit_code == 0, done.output
     assert vault.read(rel).note.meta["watchlist"] == "dismissed"
+
+
+def test_section_titles_that_would_repeat_the_upstream_are_left_out(vault, home: Path) -> None:
+    # Two titles of six words back to back: listed together they would be 12 upstream words in a row.
+    upstream = (
+        "---\nname: flaky-triage\ndescription: Find flaky pytest tests and bisect the test order.\n---\n"
+        "## Rerun flaky pytest tests many times\n## Bisect the failing test order quickly\nSteps.\n"
+    )
+    (home / ".claude" / "skills" / "flaky-triage" / "SKILL.md").write_text(upstream, encoding="utf-8")
+    found = candidate(vault, home)
+    with_titles = watchlist._compose(found, found.pattern.titles)
+    assert watchlist.shares_run(with_titles, found.pattern.body)  # what the fallback is for
+    body = watchlist.compose(found)
+    assert not watchlist.shares_run(body, found.pattern.body)
+    assert "Rerun flaky pytest tests many times" not in body and "[[bisecting-flaky-tests]]" in body

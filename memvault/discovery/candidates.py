@@ -157,30 +157,33 @@ def query_of(pattern: Pattern) -> str:
 def score(vault: Vault, pattern: Pattern, *, wait_service: float = 0.0) -> Candidate:
     """The pattern's fit with the user's notes: see the module's docstring."""
     query = query_of(pattern)
-    wanted = set(chunking.query_terms(query, 400))
+    wanted = chunking.query_terms(query, 400)
     result = vault.recall(query, k=12, floor=True, wait_service=wait_service)
     cited: list[Cited] = []
     total = 0.0
     for hit in result.hits:
         if hit.group == SKILLS or any(f"/{area}/" in hit.path for area in _NOT_CITED_AREAS):
             continue
-        weight = SESSION_WEIGHT if _from_session(vault, hit.path) else 1.0
-        words = tuple(sorted(wanted & set(chunking.query_terms(f"{hit.title} {hit.snippet}", 400))))[:8]
-        cited.append(Cited(hit.path, hit.title, hit.score * weight, words))
+        from_session, text = _note(vault, hit.path, f"{hit.title} {hit.snippet}")
+        weight = SESSION_WEIGHT if from_session else 1.0
+        have = set(chunking.query_terms(text, 100_000))
+        cited.append(Cited(hit.path, hit.title, hit.score * weight, tuple(t for t in wanted if t in have)[:12]))
         total += hit.score * weight
         if len(cited) >= CITED:
             break
     return Candidate(pattern, total, cited)
 
 
-def _from_session(vault: Vault, rel: str) -> bool:
-    """Whether reflection wrote this note from a session (its `source` is a session id, not a tool or `manual`)."""
+def _note(vault: Vault, rel: str, fallback: str) -> tuple[bool, str]:
+    """(whether reflection wrote the note from a session, its text): a session id as its `source`, not a tool
+    or `manual`."""
     try:
         note = vault.read(rel).note
     except MemvaultError:
-        return False
+        return False, fallback
     source = note.meta.get("source") if note.ok else None
-    return isinstance(source, str) and len(source) >= 32 and source.count("-") == 4
+    from_session = isinstance(source, str) and len(source) >= 32 and source.count("-") == 4
+    return from_session, f"{fallback}\n{note.body}"
 
 
 def evaluate(vault: Vault, patterns: list[Pattern], *, wait_service: float = 0.0) -> Evaluation:

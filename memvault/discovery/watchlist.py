@@ -176,24 +176,43 @@ def _free_slug(vault: Vault, slug: str) -> str:
 
 
 def compose(candidate: Candidate) -> str:
-    """The entry's body, in the user's terms: never a run of `SHINGLE` words of the upstream text."""
+    """The entry's body, in the user's terms: never a run of `SHINGLE` words of the upstream text.
+
+    Section titles are cut to `HEADING_WORDS`; should the entry still share a run with the upstream
+    (titles that follow each other there, say), it is written without them, and never with one.
+    """
+    upstream = candidate.pattern.body
+    for titles in (candidate.pattern.titles[:8], ()):
+        body = _compose(candidate, titles)
+        if not shares_run(body, upstream):
+            return secrets.redact(safety.strip_private(body))[0]
+    raise MemvaultError(f"{candidate.pattern.name}: the entry would repeat the upstream text", code="copied")
+
+
+def _compose(candidate: Candidate, titles: tuple[str, ...]) -> str:
     pattern = candidate.pattern
     terms = chunking.query_terms(f"{pattern.name.replace('-', ' ')} {pattern.description}", TERMS)
-    heads = [_clip_words(h, HEADING_WORDS) for h in pattern.titles[:8]]
     does = f"A {_origin_words(pattern.origin)} about {', '.join(terms) or 'an unnamed task'}."
-    if heads:
-        does += f" Its steps, by their titles: {'; '.join(heads)}."
+    if titles:
+        does += f" Its steps, by their titles: {_steps(titles)}."
     if pattern.tools:
         does += f" It asks for these tools: {', '.join(_clip_words(t, 3) for t in pattern.tools[:8])}."
+    shared = {w for c in candidate.cited for w in c.words}
+    mine = [h for h in titles if set(chunking.query_terms(h, 40)) & shared]
+    others = [h for h in titles if h not in mine]
     if candidate.cited:
         fits = [f"- {c.link}" + (f" (shared: {', '.join(c.words)})" if c.words else "") for c in candidate.cited]
         why = "Your notes that are about the same things:\n\n" + "\n".join(fits)
-        shared = sorted({w for c in candidate.cited for w in c.words})[:10]
-        adopt = f"The parts about {', '.join(shared) or 'what these notes cover'}, written as your own steps."
+        if mine:
+            adopt = f"Its steps on what your notes cover: {_steps(mine)}. Write them as your own steps."
+        else:
+            adopt = f"The parts about {', '.join(sorted(shared)[:10])}, written as your own steps."
     else:
         why = "None of your notes is about it: it was adapted because you asked for it."
         adopt = "Only what you decide after reading the source."
     nots = ["- Its text: write your skill in your own words; this entry quotes none of it."]
+    if candidate.cited and others:
+        nots.append(f"- Its steps on what none of your notes is about, unless you want them: {_steps(others)}.")
     if pattern.tools:
         nots.append("- Its tool permissions as they are: give your skill only the tools it needs.")
     commanding = sum(1 for line in pattern.body.splitlines() if sources.COMMANDING.search(line))
@@ -216,10 +235,11 @@ def compose(candidate: Candidate) -> str:
         "for you to write), or dismiss with `memvault skills watchlist dismiss " + candidate.slug + "`.",
         "## My notes",
     ]
-    body = "\n\n".join(parts) + "\n"
-    if shares_run(body, pattern.body):  # a long section title, say: the titles go, the rest is the user's terms
-        body = body.replace(f" Its steps, by their titles: {'; '.join(heads)}.", "")
-    return secrets.redact(safety.strip_private(body))[0]
+    return "\n\n".join(parts) + "\n"
+
+
+def _steps(titles: list[str] | tuple[str, ...]) -> str:
+    return "; ".join(_clip_words(h, HEADING_WORDS) for h in titles)
 
 
 def _origin_words(origin: str) -> str:
