@@ -2,8 +2,8 @@
 
 Never on the prompt path: only `hooks.jobs` (a detached process) calls `run`. The STOP file and
 `memory.enabled: false` stop it before anything is read. Each run:
-- researches up to IDEAS_PER_RUN incubating ideas captured in the last NEW_DAYS days that have no
-  `research.md` yet (newest first): the local part always, the web part as `research` decides;
+- researches up to IDEAS_PER_RUN incubating ideas captured (their `created`) in the last NEW_DAYS days
+  that have no `research.md` yet, newest first: the local part always, the web part as `research` decides;
 - runs skill discovery when `discovery.every_days` have passed since the last one, and never twice on
   one local day (the stamp is written before it runs, so a discovery that crashes is not retried the
   same day); the web whitelist is read only when the user said yes (`web.allowed`).
@@ -20,6 +20,7 @@ from typing import Any
 from memvault import paths
 from memvault.ideas import incubator
 from memvault.reflect.state import read_json, write_json
+from memvault.store import model
 from memvault.vault.core import Vault
 
 from . import research, web
@@ -58,12 +59,13 @@ def research_new(vault: Vault, now: float) -> list[str] | str:
     """Research the newest ideas that have no research page yet (their slugs), or why it failed."""
     cutoff = dt.datetime.fromtimestamp(now - NEW_DAYS * 86400, dt.timezone.utc)
     try:
-        waiting = [i for i in incubator.incubating(vault) if i.last_touched >= cutoff
-                   and not (vault.root / i.folder / research.PAGE).exists()]  # fmt: skip
+        waiting = [(created, i) for i in incubator.incubating(vault)
+                   if not (vault.root / i.folder / research.PAGE).exists()
+                   and (created := _created(vault, i.path)) is not None and created >= cutoff]  # fmt: skip
     except Exception as exc:
         return f"failed: {type(exc).__name__}: {exc}"[:200]
     done: list[str] = []
-    for idea in sorted(waiting, key=lambda i: i.last_touched, reverse=True)[:IDEAS_PER_RUN]:
+    for _, idea in sorted(waiting, key=lambda pair: pair[0], reverse=True)[:IDEAS_PER_RUN]:
         if paths.stop_file().exists():
             break
         try:
@@ -72,6 +74,12 @@ def research_new(vault: Vault, now: float) -> list[str] | str:
         except Exception as exc:  # one idea's failure never stops the rest of the job
             done.append(f"{idea.slug}: failed: {type(exc).__name__}: {exc}"[:200])
     return done
+
+
+def _created(vault: Vault, rel: str) -> dt.datetime | None:
+    """When the idea was captured (its `created`), aware; None when it does not say."""
+    nf = vault.read(rel)
+    return model.as_datetime(nf.note.meta.get("created")) if nf.note.ok else None
 
 
 def discovery_due(every_days: int, state: Path, now: float) -> str | None:
