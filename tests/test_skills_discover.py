@@ -280,3 +280,25 @@ def test_discover_reads_the_repositories_listed_in_the_config(
     report = watchlist.discover(vault, sources.Places.from_config(open_vault(vault.root).config, tmp_path),
                                 use_web=False)  # fmt: skip
     assert [c["origin"] for c in report.candidates] == ["repository"]
+
+
+def test_a_repository_listed_by_its_url_is_read_from_its_clone_and_never_fetched(
+    vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    machine(tmp_path, monkeypatch)
+    src = tmp_path / "src"
+    project, clone = src / "app", src / "their-skills"
+    project.mkdir(parents=True)
+    skill(clone / "skills", "flaky-triage", FLAKY)
+    git(clone, "init", "-q")
+    git(clone, "remote", "add", "origin", "https://github.com/example/skills.git")
+    listed = ["git@github.com:Example/skills.git", "https://github.com/example/not-cloned"]
+    configure(Path(os.environ["MEMVAULT_HOME"]), f"discovery:\n  repos: {json.dumps(listed)}\n")
+    places = sources.Places.from_config(open_vault(vault.root).config, project)
+    assert places.urls == tuple(listed) and places.repositories == ()
+    found = sources.local(places)
+    assert [(p.name, p.origin, p.source) for p in found.patterns] == [
+        ("flaky-triage", "repository", "https://github.com/example/skills.git skills/flaky-triage/SKILL.md")
+    ]
+    why = "no clone of it on this machine: memvault never clones; clone it and list its folder"
+    assert found.errors == [{"path": "https://github.com/example/not-cloned", "error": why}]

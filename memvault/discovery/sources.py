@@ -2,8 +2,9 @@
 
 Local sources are always read, from disk only: Claude Code's skills (the user's, the project's, installed
 plugins' and the plugin marketplaces' catalogues), Codex CLI's and Gemini CLI's skill folders (and the shared
-`~/.agents/skills`), Gemini CLI's extensions, and every repository listed in `discovery.repositories` or given
-with `--repo` (a local folder, e.g. a clone; memvault never clones or fetches). The web whitelist is read only
+`~/.agents/skills`), Gemini CLI's extensions, and every repository listed in `discovery.repos` or given
+with `--repo` (a local folder; or a git URL, read from its clone among the plugin marketplaces, the project and
+the folders beside it: memvault never clones or fetches). The web whitelist is read only
 through `web.research`, the user's own agent, and only when `web.allowed(config, "discovery")`.
 
 Everything read here is untrusted: files are read through `claude.confined` (no symlink out of their folder,
@@ -21,7 +22,6 @@ import hashlib
 import json
 import os
 import re
-import subprocess
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,6 +62,7 @@ COMMANDING = re.compile(
     re.IGNORECASE,
 )
 _UNTITLED = re.compile(COMMANDING.pattern + r"|://|`|\||\$\(", re.IGNORECASE)  # not a section title to reuse
+_GIT_URL = re.compile(r"^(?:[a-z+]+://|[\w.-]+@[\w.-]+:)", re.IGNORECASE)  # a repository listed by URL
 _SKIP_DIRS = {".git", "node_modules", ".venv", "venv", "__pycache__", "dist", "build"}
 
 
@@ -118,6 +119,7 @@ class Places:
     project: Path
     repositories: tuple[Path, ...] = ()
     kinds: tuple[str, ...] = LOCAL_KINDS
+    urls: tuple[str, ...] = ()  # repositories listed by their git URL: read from a clone found on this machine
 
     @classmethod
     def default(
@@ -146,8 +148,9 @@ class Places:
     def from_config(cls, config: Config, project: Path | None = None, repositories: Iterable[Path] = ()) -> Places:
         """The local kinds of `discovery.sources`, `discovery.repos` and the `repositories` given."""
         kinds = [s for s in config.discovery.sources if s in LOCAL_KINDS]
-        repos = [Path(r) for r in config.discovery.repos] + list(repositories)
-        return cls.default(project, repos, kinds)
+        urls = tuple(r for r in config.discovery.repos if _GIT_URL.match(r))
+        repos = [Path(r) for r in config.discovery.repos if r not in urls] + list(repositories)
+        return dataclasses.replace(cls.default(project, repos, kinds), urls=urls)
 
 
 @dataclass
@@ -161,7 +164,8 @@ class Found:
 
 def local(places: Places) -> Found:
     """Every SKILL.md in the local sources, each read confined to the folder it was found in."""
-    found = Found()
+    clones, found = cloned(places)
+    places = dataclasses.replace(places, repositories=(*places.repositories, *clones))
     seen: set[str] = set()
     for origin, skills_dir, confine in _local_dirs(places):
         for skill_md in _skill_files(skills_dir):
@@ -174,6 +178,50 @@ def local(places: Places) -> Found:
             except MemvaultError as exc:
                 found.errors.append({"path": str(skill_md), "error": exc.args[0]})
     return found
+
+
+def cloned(places: Places) -> tuple[list[Path], Found]:
+    """The clones of the repositories listed by URL: a git folder whose `origin` is that repository, among the
+    plugin marketplaces, the listed folders, the project and the folders beside it. A URL with no clone here
+    is reported (memvault never clones)."""
+    found = Found()
+    if not places.urls:
+        return [], found
+    pool = [*_subdirs(places.claude / "plugins" / "marketplaces"), *places.repositories, places.project]
+    pool += _subdirs(places.project.parent)
+    by_remote: dict[str, Path] = {}
+    for folder in pool:
+        remote = _origin(folder)
+        if remote:
+            by_remote.setdefault(_same_repo(remote), folder)
+    clones: list[Path] = []
+    for url in places.urls:
+        clone = by_remote.get(_same_repo(url))
+        if clone is None:
+            why = "no clone of it on this machine: memvault never clones; clone it and list its folder"
+            found.errors.append({"path": _no_credentials(url), "error": why})
+        else:
+            clones.append(clone)
+    return clones, found
+
+
+def _origin(folder: Path) -> str | None:
+    """The `origin` URL of a git work tree, read from its `.git/config` (no git process per folder)."""
+    try:
+        text = (folder / ".git" / "config").read_text(encoding="utf-8", errors="replace")[:65_536]
+    except OSError:
+        return None
+    match = re.search(r'^\[remote "origin"\][^\[]*?^\s*url\s*=\s*(\S+)', text, re.MULTILINE)
+    return match.group(1) if match else None
+
+
+def _same_repo(url: str) -> str:
+    """A repository URL reduced to host/path: the https, ssh and scp-like spellings of one repository agree."""
+    url = _no_credentials(url.strip())
+    url = re.sub(r"^[a-z+]+://", "", url, flags=re.IGNORECASE)
+    url = re.sub(r"^[^@/]+@", "", url)
+    url = re.sub(r"^([^/:]+):(?!\d)", r"\1/", url)
+    return url.removesuffix("/").removesuffix(".git").lower()
 
 
 def _local_dirs(places: Places) -> list[tuple[str, Path, Path | None]]:
@@ -326,24 +374,14 @@ def identify_licence(text: str) -> str | None:
 
 def _link(skill_md: Path, repo: Path | None) -> str:
     """A link to the SKILL.md: `<origin remote> <path in the repository>` for a clone, else its path."""
-    if repo is not None and (repo / ".git").exists():
-        remote = _git(repo, "remote", "get-url", "origin")
-        if remote:
-            return f"{_no_credentials(remote)} {skill_md.relative_to(repo).as_posix()}"
+    remote = _origin(repo) if repo is not None else None
+    if repo is not None and remote:
+        return f"{_no_credentials(remote)} {skill_md.relative_to(repo).as_posix()}"
     return paths.shown(skill_md)  # `~/…`: the same on every machine of a synced vault
 
 
 def _no_credentials(url: str) -> str:
     return re.sub(r"(?<=://)[^/@\s]+@", "", url)
-
-
-def _git(repo: Path, *args: str) -> str | None:
-    """A local git query (never a fetch): its output, or None."""
-    try:
-        done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=10, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return done.stdout.strip() or None if done.returncode == 0 else None
 
 
 # ---- web -------------------------------------------------------------------------------------------
