@@ -242,7 +242,7 @@ def test_with_the_web_off_no_agent_is_started(vault, tmp_path: Path, monkeypatch
 
 
 def test_the_web_answer_is_read_as_untrusted_data() -> None:
-    answer = """Here you go: [
+    answer = """I read the pages [1] and [2]. Here you go: [
       {"name": "pr-review", "description": "Review a pull request.", "headings": ["Read the diff", 7],
        "source": "https://github.com/example/skills/blob/main/pr-review/SKILL.md", "licence": "Apache-2.0"},
       {"name": "local", "description": "No web source.", "source": "file:///etc/passwd"},

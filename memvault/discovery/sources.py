@@ -421,12 +421,20 @@ def web(config: Config, sources: Iterable[str], *, limit: int = 10, state_dir: P
 
 
 def parse_web_answer(text: str, limit: int = 10) -> list[Pattern]:
-    """The patterns in an agent's JSON answer (the first JSON list in it); anything malformed is dropped."""
-    start, end = text.find("["), text.rfind("]")
-    try:
-        items = json.loads(text[start : end + 1]) if 0 <= start < end else []
-    except ValueError:
-        return []
+    """The patterns in an agent's JSON answer (its first JSON list of objects, wherever it starts: prose and
+    `[1]`-style references around it are skipped); anything malformed is dropped."""
+    items: Any = []
+    decoder, start = json.JSONDecoder(), text.find("[")
+    for _ in range(100):  # bounded: an answer full of brackets costs at most this many tries
+        if start < 0:
+            break
+        try:
+            items, _end = decoder.raw_decode(text, start)
+        except ValueError:
+            items = []
+        if isinstance(items, list) and any(isinstance(i, dict) for i in items):
+            break
+        items, start = [], text.find("[", start + 1)
     patterns = []
     for item in items if isinstance(items, list) else []:
         if not isinstance(item, dict) or not isinstance(item.get("name"), str):

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memvault import userfiles
+from memvault import paths, userfiles
 from memvault.errors import MemvaultError
 from memvault.index import chunking
 from memvault.store import changelog, notes, safety, secrets
@@ -101,7 +101,7 @@ def _cache(vault: Vault) -> Path:
 
 def _remember(vault: Vault, found: list[Candidate]) -> None:
     path = _cache(vault)
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    paths.ensure_private_dir(path.parent)
     userfiles.replace(path, json.dumps([c.pattern.as_dict() for c in found]))
 
 
@@ -312,10 +312,11 @@ def items(vault: Vault, *, every: bool = False) -> list[Item]:
 
 
 def _waiting(vault: Vault, slug: str) -> str:
-    rel = entry_rel(vault, notes.slugify(slug, max_len=80) or slug)
-    if not (vault.root / rel).is_file():
+    """The watchlist entry called `slug`, in any group's `_skill-watchlist/` (an approved one has left it)."""
+    found = candidates.known(vault).watched.get(f"slug:{notes.slugify(slug, max_len=80) or slug}")
+    if found is None or f"/{WATCHLIST}/" not in found[0]:
         raise MemvaultError(f"{slug}: no such watchlist entry (see `memvault skills watchlist`)", code="missing")
-    return rel
+    return found[0]
 
 
 def approve(vault: Vault, slug: str) -> WriteResult:
