@@ -412,3 +412,17 @@ def test_a_killed_instance_is_replaced_and_an_idle_one_exits_cleanly(running: Ru
     finally:
         if later_pid is not None and not gone(later_pid):
             os.kill(later_pid, signal.SIGKILL)
+
+
+def test_the_service_runs_numpys_blas_on_one_thread() -> None:
+    """The in-memory vector scan is one small matrix-vector product: a pool of BLAS threads only adds spinning.
+    The variables must be set before numpy loads (the BLAS library reads them then), so by the service's main."""
+    code = (
+        "import os, sys\n"
+        "from memvault.recall import service\n"
+        "service.serve = lambda *a, **k: print(os.environ.get('OPENBLAS_NUM_THREADS'), 'numpy' in sys.modules) or 0\n"
+        "sys.exit(service.main([]))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in service.BLAS_THREADS}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["1", "False"]

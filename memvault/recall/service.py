@@ -52,6 +52,9 @@ THREADS = 1
 # stay on one thread, where a busy machine cannot stretch them from 15 ms to hundreds.
 BATCH_THREADS = max(1, min(4, os.cpu_count() or 1))
 BATCH_MIN = 8
+# numpy's BLAS (OpenBLAS) threads, set before numpy loads: the in-memory scan is one matrix-vector product of
+# about a millisecond, which a pool of spinning BLAS threads stretched to 30 ms p50 on 2 busy cores (1.0 with one).
+BLAS_THREADS = {"OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 # A batch (reindex) is encoded a slice at a time, its texts sorted by length so a slice pads little; between
 # slices a query or a write's few chunks go first, so they never wait for more than one slice.
 SLICE = 16
@@ -522,6 +525,8 @@ def main(argv: list[str] | None = None, *, ops: Mapping[str, Op] | None = None) 
     parser.add_argument("--model", default=embed.DEFAULT, help="embedding model spec (default: the packaged one)")
     parser.add_argument("--idle-minutes", type=float, default=30.0, help="exit after this long without requests")
     args = parser.parse_args(argv)
+    if "numpy" not in sys.modules:  # read by the BLAS library when numpy loads, never after
+        os.environ.update(BLAS_THREADS)
     try:
         return serve(args.model, args.idle_minutes, ops=ops)
     except KeyboardInterrupt:  # while the model was loading
