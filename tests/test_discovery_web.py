@@ -34,7 +34,8 @@ if mode == "hang":
     time.sleep(600)
 calls = int(os.environ.get("FAKE_WEB_CALLS", "2"))
 for n in range(calls):
-    block = {"type": "tool_use", "name": "WebFetch", "input": {"url": f"https://example.org/{n}", "prompt": "read"}}
+    url = os.environ.get("FAKE_WEB_URL", "https://example.org/") + str(n)
+    block = {"type": "tool_use", "name": "WebFetch", "input": {"url": url, "prompt": "read"}}
     print(json.dumps({"type": "assistant", "message": {"content": [block]}}))
 answer = os.environ.get("FAKE_WEB_ANSWER", "- Findings (https://example.org/0)")
 print(json.dumps({"type": "result", "subtype": "success", "is_error": False, "result": answer,

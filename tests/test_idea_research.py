@@ -62,6 +62,7 @@ def test_web_findings_are_fenced_as_untrusted_secrets_redacted_sources_listed(
     park(vault)
     monkeypatch.setenv("FAKE_WEB_ANSWER", f"- pytest-rerunfailures exists (https://example.org/0)\n"
                                           f"## {INJECTION}\n- token {AWS_KEY}\n```\nbreak out\n```")  # fmt: skip
+    monkeypatch.setenv("FAKE_WEB_URL", f"https://example.org/?key={AWS_KEY}&page=")  # a secret in an address read
     config = replace(vault.config, ideas=IdeasSettings(research="web"),
                      reflection=ReflectionSettings(claude_command=str(fake)))  # fmt: skip
     out = research.research_idea(vault, "flaky-detector", config=config)
@@ -73,7 +74,7 @@ def test_web_findings_are_fenced_as_untrusted_secrets_redacted_sources_listed(
     fence = re.search(r"^(~{4,})text\n(.*?)\n\1$", text, re.S | re.M)
     assert fence is not None and INJECTION in fence.group(2) and "```" in fence.group(2)
     assert text.count(INJECTION) == 1  # only inside the fence
-    assert "**untrusted**" in text and "- <https://example.org/0>" in text and "2 web calls" in text
+    assert "**untrusted**" in text and "- <https://example.org/?key=[REDACTED:" in text and "2 web calls" in text
     for rel in (p.relative_to(vault.root).as_posix() for p in vault.root.rglob("*.md")):
         if not rel.endswith("research.md"):
             assert INJECTION not in (vault.root / rel).read_text(), rel  # no rule, no other note got it

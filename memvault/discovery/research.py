@@ -141,7 +141,7 @@ def page(title: str, idea: incubator.Idea, related: list[str], result: web.WebRe
             "",
             "Sources:",
             "",
-            *([f"- <{url}>" for url in result.sources] or ["- none named"]),
+            *([f"- <{secrets.redact(url)[0]}>" for url in result.sources] or ["- none named"]),
         ]
     else:
         lines.append(f"The web part did not run: {why}.")
