@@ -74,6 +74,7 @@ def research_idea(vault: Vault, slug: str, *, group: str | None = None, config: 
                               state_dir=paths.state_dir(), config=config)  # fmt: skip
         why = "" if result.ok else f"it did not finish: {result.why}"
     text = page(nf.title, idea, related, result, why, notes.now().date().isoformat(), private)
+    text = secrets.redact(text)[0]  # and a secret in an agent's error message, say, is not refused: redacted
     rel = f"{idea.folder}/{PAGE}"
     warnings: list[str] = []
 
