@@ -155,6 +155,25 @@ def test_a_note_written_from_a_session_weighs_more(vault, places: Places) -> Non
     assert candidates.score(vault, pattern).fit > before
 
 
+def test_a_note_the_hooks_gave_to_sessions_weighs_more(vault, places: Places) -> None:
+    from memvault import runtime
+
+    skill(places.claude / "skills", "flaky-triage", FLAKY)
+    pattern = sources.local(places).patterns[0]
+    before = candidates.score(vault, pattern)
+    rel = "MemoryVault/personal-private/workflow/bisecting-flaky-tests.md"
+    assert candidates.recalled(vault) == {}
+    logs = runtime.log_dir()
+    logs.mkdir(parents=True, exist_ok=True)
+    line = {"hook": "UserPromptSubmit", "vault": str(vault.root), "ts": "2026-11-02T10:00:00+00:00",
+            "injected": [{"path": rel}]}  # fmt: skip
+    (logs / "hooks-20261102.jsonl").write_text((json.dumps(line) + "\n") * 5, encoding="utf-8")
+    assert candidates.recalled(vault) == {rel: 5}
+    after = candidates.score(vault, pattern)
+    assert [c.path for c in after.cited] == [c.path for c in before.cited] and before.cited[0].path == rel
+    assert after.fit == pytest.approx(before.fit + 0.5 * before.cited[0].score)
+
+
 def test_what_the_user_already_has_is_left_out(vault, places: Places) -> None:
     said = "Deploy the current branch to staging with the blue-green script and watch the health checks."
     installed = skill(places.claude / "skills", "deploy", simple("deploy", said))

@@ -8,8 +8,9 @@ same bytes, same name, or a description that says the same: most of its search t
 Fit: the pattern's name, description and headings are recalled against the vault, with the relevance floor the
 hooks use, so only notes a prompt with those words would bring up count. Skill entries, the watchlist and the
 archive are left out (they say what the user has, not what they do). The fit is the sum of the recall scores of
-the best `CITED` notes, each counted 1.5 times when reflection wrote it from a session (what the user did, not
-only what they wrote down). A pattern no note of the user's is about scores 0 and is never proposed on its own.
+the best `CITED` notes, each weighed by what the user's sessions did with it: ×1.5 when reflection wrote it from
+a session, and ×(1 + n/10), at most ×2, when the hooks gave it to n of their sessions' prompts (the recall counts
+`health` reports). A pattern no note of the user's is about scores 0 and is never proposed on its own.
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memvault.errors import MemvaultError
-from memvault.index import chunking
+from memvault.index import chunking, db
+from memvault.recall import analytics
 from memvault.reflect import likeness
 from memvault.store import notes
+from memvault.vault import indexing
 from memvault.vault.core import Vault
 
 from .sources import Pattern
@@ -31,7 +34,8 @@ WATCHLIST = "_skill-watchlist"
 CITED = 5  # notes cited per candidate
 SAME_TERMS = 0.8  # share of a description's search terms found in a skill entry that makes it the same skill
 SAME_COSINE = 0.85  # all-MiniLM-L6-v2 cosine between a description and a skill entry that makes it the same skill
-SESSION_WEIGHT = 1.5
+SESSION_WEIGHT = 1.5  # a note reflection wrote from a session
+RECALLED_FULL = 10  # a note the hooks recalled this many times or more weighs twice as much
 _NOT_CITED_AREAS = (WATCHLIST, "_archive", "_inbox", "_review")
 
 
@@ -154,24 +158,46 @@ def query_of(pattern: Pattern) -> str:
     return " ".join([pattern.name.replace("-", " "), pattern.description, *pattern.titles])[:1_000]
 
 
-def score(vault: Vault, pattern: Pattern, *, wait_service: float = 0.0) -> Candidate:
-    """The pattern's fit with the user's notes: see the module's docstring."""
+def score(
+    vault: Vault, pattern: Pattern, *, wait_service: float = 0.0, used: dict[str, int] | None = None
+) -> Candidate:
+    """The pattern's fit with the user's notes: see the module's docstring. `used`: `recalled(vault)`."""
     query = query_of(pattern)
     wanted = chunking.query_terms(query, 400)
     result = vault.recall(query, k=12, floor=True, wait_service=wait_service)
+    used = recalled(vault) if used is None else used
     cited: list[Cited] = []
     total = 0.0
     for hit in result.hits:
         if hit.group == SKILLS or any(f"/{area}/" in hit.path for area in _NOT_CITED_AREAS):
             continue
         from_session, text = _note(vault, hit.path, f"{hit.title} {hit.snippet}")
-        weight = SESSION_WEIGHT if from_session else 1.0
+        weight = (SESSION_WEIGHT if from_session else 1.0) * (1 + min(used.get(hit.path, 0), RECALLED_FULL) / 10)
         have = set(chunking.query_terms(text, 100_000))
         cited.append(Cited(hit.path, hit.title, hit.score * weight, tuple(t for t in wanted if t in have)[:12]))
         total += hit.score * weight
         if len(cited) >= CITED:
             break
     return Candidate(pattern, total, cited)
+
+
+def recalled(vault: Vault) -> dict[str, int]:
+    """How often the hooks gave each note to a session (the log folded into the index first, as `health` does);
+    empty without an index, or when another process holds it."""
+    if not indexing.index_file(vault.root, vault.config).exists():
+        return {}
+    try:
+        index, _ = indexing.open_index(vault.root, vault.config)
+    except MemvaultError:
+        return {}
+    try:
+        with db.busy_timeout(index.conn, 1000):
+            analytics.fold(index, vault.root)
+        return {path: r.count for path, r in analytics.recalled(index).items()}
+    except db.dbapi().OperationalError:
+        return {}
+    finally:
+        index.close()
 
 
 def _note(vault: Vault, rel: str, fallback: str) -> tuple[bool, str]:
@@ -188,7 +214,7 @@ def _note(vault: Vault, rel: str, fallback: str) -> tuple[bool, str]:
 
 def evaluate(vault: Vault, patterns: list[Pattern], *, wait_service: float = 0.0) -> Evaluation:
     """The patterns new to the user, scored and ranked (best fit first); the others with why they are left out."""
-    have = known(vault)
+    have, used = known(vault), recalled(vault)
     evaluation = Evaluation()
     seen: set[str] = set()
     for pattern in patterns:
@@ -199,6 +225,6 @@ def evaluate(vault: Vault, patterns: list[Pattern], *, wait_service: float = 0.0
         if had is not None:
             evaluation.had.append({"name": pattern.name, "source": pattern.source, "why": had[0], "entry": had[1]})
             continue
-        evaluation.candidates.append(score(vault, pattern, wait_service=wait_service))
+        evaluation.candidates.append(score(vault, pattern, wait_service=wait_service, used=used))
     evaluation.candidates.sort(key=lambda c: (-c.fit, c.slug))
     return evaluation
