@@ -134,8 +134,8 @@ def test_one_skill_linked_into_several_agents_folders_is_one_pattern(places: Pla
 
 
 def test_a_fitting_candidate_ranks_above_an_unrelated_one(vault, places: Places) -> None:
-    skill(places.claude / "skills", "watercolor-palette", WATERCOLOR)
-    skill(places.claude / "skills", "flaky-triage", FLAKY)
+    skill(places.agents / "skills", "watercolor-palette", WATERCOLOR)
+    skill(places.agents / "skills", "flaky-triage", FLAKY)
     evaluation = candidates.evaluate(vault, sources.local(places).patterns)
     ranked = [(c.slug, c.fit) for c in evaluation.candidates]
     assert [slug for slug, _ in ranked] == ["flaky-triage", "watercolor-palette"]
@@ -147,7 +147,7 @@ def test_a_fitting_candidate_ranks_above_an_unrelated_one(vault, places: Places)
 
 
 def test_a_note_written_from_a_session_weighs_more(vault, places: Places) -> None:
-    skill(places.claude / "skills", "flaky-triage", FLAKY)
+    skill(places.agents / "skills", "flaky-triage", FLAKY)
     pattern = sources.local(places).patterns[0]
     before = candidates.score(vault, pattern).fit
     rel = "MemoryVault/personal-private/workflow/bisecting-flaky-tests.md"
@@ -158,7 +158,7 @@ def test_a_note_written_from_a_session_weighs_more(vault, places: Places) -> Non
 def test_a_note_the_hooks_gave_to_sessions_weighs_more(vault, places: Places) -> None:
     from memvault import runtime
 
-    skill(places.claude / "skills", "flaky-triage", FLAKY)
+    skill(places.agents / "skills", "flaky-triage", FLAKY)
     pattern = sources.local(places).patterns[0]
     before = candidates.score(vault, pattern)
     rel = "MemoryVault/personal-private/workflow/bisecting-flaky-tests.md"
@@ -172,6 +172,18 @@ def test_a_note_the_hooks_gave_to_sessions_weighs_more(vault, places: Places) ->
     after = candidates.score(vault, pattern)
     assert [c.path for c in after.cited] == [c.path for c in before.cited] and before.cited[0].path == rel
     assert after.fit == pytest.approx(before.fit + 0.5 * before.cited[0].score)
+
+
+def test_a_skill_claude_code_loads_is_the_users_even_before_it_is_indexed(vault, places: Places) -> None:
+    skill(places.claude / "skills", "flaky-triage", FLAKY)
+    skill(places.project / ".claude" / "skills", "proj-flaky", FLAKY.replace("flaky-triage", "proj-flaky"))
+    skill(places.project / ".agents" / "skills", "agents-flaky", FLAKY.replace("flaky-triage", "agents-flaky"))
+    evaluation = candidates.evaluate(vault, sources.local(places).patterns)
+    assert [c.slug for c in evaluation.candidates] == ["agents-flaky"]  # Claude Code does not load .agents/skills
+    assert {h["name"]: h["why"] for h in evaluation.had} == {
+        "flaky-triage": "installed in Claude Code (`memvault index-skills` gives it an entry)",
+        "proj-flaky": "installed in Claude Code (`memvault index-skills` gives it an entry)",
+    }
 
 
 def test_what_the_user_already_has_is_left_out(vault, places: Places) -> None:
@@ -215,8 +227,8 @@ def test_discover_writes_fitting_entries_and_a_second_run_proposes_nothing_new(
     git_vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     home = machine(tmp_path, monkeypatch)
-    skill(home / ".claude" / "skills", "flaky-triage", FLAKY)
-    skill(home / ".claude" / "skills", "watercolor-palette", WATERCOLOR)
+    skill(home / ".agents" / "skills", "flaky-triage", FLAKY)
+    skill(home / ".agents" / "skills", "watercolor-palette", WATERCOLOR)
     first = run(git_vault.root, "discover", "--project", str(tmp_path), "--json")
     assert first.exit_code == 0, first.output
     report = json.loads(first.output)
@@ -235,7 +247,7 @@ def test_discover_writes_fitting_entries_and_a_second_run_proposes_nothing_new(
 
 def test_dry_run_writes_nothing(vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     home = machine(tmp_path, monkeypatch)
-    skill(home / ".claude" / "skills", "flaky-triage", FLAKY)
+    skill(home / ".agents" / "skills", "flaky-triage", FLAKY)
     result = run(vault.root, "discover", "--project", str(tmp_path), "--dry-run")
     assert result.exit_code == 0, result.output
     assert "would write 1 watchlist entry" in result.output
@@ -245,7 +257,7 @@ def test_dry_run_writes_nothing(vault, tmp_path: Path, monkeypatch: pytest.Monke
 def test_with_the_web_off_no_agent_is_started(vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A user who said no gets the local part only: the agents memvault would run for the web are never started."""
     home = machine(tmp_path, monkeypatch)
-    skill(home / ".claude" / "skills", "flaky-triage", FLAKY)
+    skill(home / ".agents" / "skills", "flaky-triage", FLAKY)
     bin_dir, trace = tmp_path / "bin", tmp_path / "started.txt"
     bin_dir.mkdir()
     for name in ("claude", "codex", "gemini"):
@@ -277,7 +289,7 @@ def test_the_web_answer_is_read_as_untrusted_data() -> None:
 
 def test_adapt_takes_a_candidate_the_last_run_listed(vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     home = machine(tmp_path, monkeypatch)
-    skill(home / ".claude" / "skills", "watercolor-palette", WATERCOLOR)
+    skill(home / ".agents" / "skills", "watercolor-palette", WATERCOLOR)
     assert run(vault.root, "discover", "--project", str(tmp_path)).exit_code == 0
     result = run(vault.root, "adapt", "watercolor-palette", "--project", str(tmp_path))
     assert result.exit_code == 0, result.output

@@ -51,11 +51,11 @@ def keyword_only(memvault_home: Path) -> None:
 
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A HOME of this test's own with the upstream skill in Claude Code's skill folder."""
+    """A HOME of this test's own with the upstream skill in the agents' shared skill folder (not Claude Code's)."""
     home = tmp_path / "home"
-    (home / ".claude" / "skills" / "flaky-triage").mkdir(parents=True)
-    (home / ".claude" / "skills" / "flaky-triage" / "SKILL.md").write_text(UPSTREAM, encoding="utf-8")
-    (home / ".claude" / "skills" / "flaky-triage" / "scripts").mkdir()
+    (home / ".agents" / "skills" / "flaky-triage").mkdir(parents=True)
+    (home / ".agents" / "skills" / "flaky-triage" / "SKILL.md").write_text(UPSTREAM, encoding="utf-8")
+    (home / ".agents" / "skills" / "flaky-triage" / "scripts").mkdir()
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home / ".claude"))
     for var in ("CODEX_HOME", "GEMINI_CLI_HOME"):
@@ -64,7 +64,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def places(home: Path) -> Places:
-    return Places.default(project=home, kinds=("user-skills",))
+    return Places.default(project=home, kinds=("host-skills",))
 
 
 def candidate(vault, home: Path) -> candidates.Candidate:
@@ -91,10 +91,10 @@ def test_an_entry_is_in_the_users_terms_and_cites_their_notes(vault, home: Path)
     assert (meta["kind"], meta["status"], meta["always_load"], meta["watchlist"]) == (
         "skill-proposal", "incubating", False, "waiting",
     )  # fmt: skip
-    assert meta["licence"] == "Apache-2.0" and meta["upstream"] == "~/.claude/skills/flaky-triage/SKILL.md"
+    assert meta["licence"] == "Apache-2.0" and meta["upstream"] == "~/.agents/skills/flaky-triage/SKILL.md"
     body = note.body
     assert "[[bisecting-flaky-tests]]" in body  # the user's own note on the subject, linked
-    source = "**Source:** ~/.claude/skills/flaky-triage/SKILL.md"
+    source = "**Source:** ~/.agents/skills/flaky-triage/SKILL.md"
     for part in ("**What it does:**", "**Why it fits you**", "**What to adopt:**", "**What not to adopt:**", source,
                  "**Licence:** Apache-2.0", "## My notes"):  # fmt: skip
         assert part in body
@@ -125,7 +125,7 @@ def test_an_injected_rule_upstream_never_becomes_a_rule(git_vault, home: Path) -
 
 def test_a_secret_shaped_string_upstream_is_not_written(vault, home: Path) -> None:
     token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
-    skill_md = home / ".claude" / "skills" / "flaky-triage" / "SKILL.md"
+    skill_md = home / ".agents" / "skills" / "flaky-triage" / "SKILL.md"
     skill_md.write_text(UPSTREAM.replace("many times,", f"many times with the token {token},"), encoding="utf-8")
     result = watchlist.adapt(vault, candidate(vault, home))
     assert token not in notes_text(vault, result.path)
@@ -142,7 +142,7 @@ def test_writes_are_confined_to_the_watchlist_by_the_path_envelope(vault, home: 
 
 
 def test_a_name_cannot_lead_the_entry_elsewhere(vault, home: Path) -> None:
-    skill_md = home / ".claude" / "skills" / "flaky-triage" / "SKILL.md"
+    skill_md = home / ".agents" / "skills" / "flaky-triage" / "SKILL.md"
     skill_md.write_text(UPSTREAM.replace("name: flaky-triage", "name: ../../_always-load/dev-flow"), encoding="utf-8")
     result = watchlist.adapt(vault, candidate(vault, home))
     assert result.path.startswith(W) and result.path.count("/") == W.count("/")
@@ -219,7 +219,7 @@ def test_section_titles_that_would_repeat_the_upstream_are_left_out(vault, home:
         "---\nname: flaky-triage\ndescription: Find flaky pytest tests and bisect the test order.\n---\n"
         "## Rerun flaky pytest tests many times\n## Bisect the failing test order quickly\nSteps.\n"
     )
-    (home / ".claude" / "skills" / "flaky-triage" / "SKILL.md").write_text(upstream, encoding="utf-8")
+    (home / ".agents" / "skills" / "flaky-triage" / "SKILL.md").write_text(upstream, encoding="utf-8")
     found = candidate(vault, home)
     with_titles = watchlist._compose(found, found.pattern.titles)
     assert watchlist.shares_run(with_titles, found.pattern.body)  # what the fallback is for

@@ -2,8 +2,8 @@
 
 Already had: a pattern is left out when the skills index (`personal-skills/`) holds the same skill (same file,
 same bytes, same name, or a description that says the same: most of its search terms, or a cosine of at least
-`SAME_COSINE` by recall), or when the watchlist already holds it (waiting, dismissed, or approved into
-`personal-skills/`).
+`SAME_COSINE` by recall), when Claude Code loads it already (the index's own sources, indexed or not yet), or
+when the watchlist already holds it (waiting, dismissed, or approved into `personal-skills/`).
 
 Fit: the pattern's name, description and headings are recalled against the vault, with the relevance floor the
 hooks use, so only notes a prompt with those words would bring up count. Skill entries, the watchlist and the
@@ -146,6 +146,8 @@ def already_had(vault: Vault, pattern: Pattern, have: Known, *, wait_service: fl
             likeness.term_share(pattern.description, said) >= SAME_TERMS
         ):
             return ("a skill you have (its description says the same)", rel)
+    if pattern.installed:
+        return ("installed in Claude Code (`memvault index-skills` gives it an entry)", pattern.source)
     if pattern.description:
         result = vault.recall(pattern.description, k=3, group=SKILLS, wait_service=wait_service)
         for hit in result.hits:

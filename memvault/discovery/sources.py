@@ -86,6 +86,15 @@ class Pattern:
         return notes.slugify(self.name, max_len=60) or "skill"
 
     @property
+    def installed(self) -> bool:
+        """Whether Claude Code loads it already (the user's, the project's `.claude/skills`, an installed plugin's):
+        the skills index's own sources, so it is the user's whether or not `index-skills` has run."""
+        if self.origin in ("claude", "plugins"):
+            return True
+        parts = Path(self.path).parts if self.path else ()
+        return self.origin == "project" and len(parts) >= 4 and parts[-4:-2] == (".claude", "skills")
+
+    @property
     def titles(self) -> tuple[str, ...]:
         """Its section titles, less the ones that command an agent, link somewhere or hold code."""
         return tuple(h for h in self.headings if not _UNTITLED.search(h))
