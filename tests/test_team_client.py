@@ -8,13 +8,8 @@ subprocesses, each with a HOME, a vault and a memvault state folder of its own.
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
-import time
-import uuid
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,155 +18,20 @@ import pytest
 from memvault import open_vault
 from memvault.errors import SafetyError
 from memvault.team import envelope
-from memvault.team.outbox import TeamState
 
-from .conftest import REPO, home_env
 from .pg import TeamDb
-
-HOOKS = REPO / "memvault" / "hooks"
-CONVENTION = """# Database migrations go through alembic revision files
-
-Never edit a production table by hand: write an alembic revision, review it, then run
-`alembic upgrade head` from the deploy job. Rollbacks are a new revision, not a downgrade.
-"""
-PROMPT = "how do I change a production database table? should I write an alembic revision or edit it by hand?"
-
-
-# ---- members ----------------------------------------------------------------------------------------
-
-
-@dataclass
-class Member:
-    """One person on their own machine: a HOME, a vault, memvault's state, a database role with a password."""
-
-    name: str
-    role: str
-    home: Path
-    vault: Path
-    env: dict[str, str]
-
-    def run(
-        self, *args: str, check: bool = True, timeout: float = 120, **extra: str
-    ) -> subprocess.CompletedProcess[str]:
-        result = subprocess.run(
-            [sys.executable, "-m", "memvault", *args],
-            env={**self.env, **extra},
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            cwd=self.home,
-        )
-        if check:
-            assert result.returncode == 0, f"{self.name}: memvault {' '.join(args)}\n{result.stdout}\n{result.stderr}"
-        return result
-
-    def popen(self, *args: str, **extra: str) -> subprocess.Popen[str]:
-        return subprocess.Popen(
-            [sys.executable, "-m", "memvault", *args],
-            env={**self.env, **extra},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=self.home,
-            start_new_session=True,
-        )
-
-    def note(self, rel: str, text: str) -> str:
-        path = self.vault / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        return rel
-
-    def mirror(self) -> dict[str, str]:
-        base = self.vault / "MemoryVault" / "team"
-        if not base.is_dir():
-            return {}
-        return {p.relative_to(self.vault).as_posix(): p.read_text() for p in sorted(base.rglob("*.md"))}
-
-    def hook(self, event: str, payload: dict[str, Any]) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, str(HOOKS / f"{event}.py")],
-            input=json.dumps(payload),
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-
-    def state(self) -> TeamState:
-        old = os.environ.get("MEMVAULT_HOME")
-        os.environ["MEMVAULT_HOME"] = self.env["MEMVAULT_HOME"]
-        try:
-            return TeamState(self.vault)  # the folder is resolved now, under this member's MEMVAULT_HOME
-        finally:
-            if old is not None:
-                os.environ["MEMVAULT_HOME"] = old
-
-
-def add_member(db: TeamDb, tmp: Path, name: str, teams: list[str], *, mirror: str = "all", extra: str = "") -> Member:
-    from memvault.team import admin
-
-    role, password = db.role(name), f"pw-{name}-secret-{os.getpid()}"
-    with db.connect() as conn:
-        admin.add_member(conn, role, teams, password=password)
-        conn.commit()
-    home = tmp / name
-    vault = home / "vault"
-    (vault / ".obsidian").mkdir(parents=True)
-    (vault / "MemoryVault").mkdir()
-    pg_env = db.member_home(home, role, password)
-    mv_home = home / ".memvault"
-    mv_home.mkdir()
-    team_list = ", ".join(teams)
-    (mv_home / "config.yaml").write_text(
-        f"vault:\n  root: {vault}\nembedding:\n  warm_service: false\n"
-        f"team:\n  service: team\n  teams: [{team_list}]\n  mirror: {mirror}\n{extra}",
-        encoding="utf-8",
-    )
-    env = home_env(
-        home,
-        home / "run",
-        MEMVAULT_HOME=str(mv_home),
-        MEMVAULT_VAULT=str(vault),
-        GIT_CONFIG_GLOBAL=os.environ["GIT_CONFIG_GLOBAL"],
-        GIT_CONFIG_NOSYSTEM="1",
-        **pg_env,
-    )
-    env = {k: v for k, v in env.items() if not k.startswith("PG") or k in pg_env}
-    return Member(name, role, home, vault, env)
-
-
-def entries(db: TeamDb) -> list[dict[str, Any]]:
-    """Every entry as the superuser sees it (RLS does not apply to the owner's view of the truth)."""
-    with db.connect() as conn:
-        cur = conn.execute(
-            "SELECT uid::text, scope, team, author, title, slug, body, frontmatter::text, version, deleted "
-            "FROM memvault.entries ORDER BY created_at"
-        )
-        names = [c.name for c in cur.description or ()]
-        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
-
-
-def everything(db: TeamDb) -> str:
-    """Every text the database holds about entries: live rows, earlier versions, the audit."""
-    with db.connect() as conn:
-        rows = conn.execute(
-            "SELECT coalesce(string_agg(e::text, '\n'), '') FROM memvault.entries e "
-            "UNION ALL SELECT coalesce(string_agg(h::text, '\n'), '') FROM memvault.history h "
-            "UNION ALL SELECT coalesce(string_agg(a::text, '\n'), '') FROM memvault.audit a"
-        ).fetchall()
-    return "\n".join(r[0] for r in rows)
-
-
-@pytest.fixture
-def team(team_db: TeamDb, tmp_path: Path) -> TeamDb:
-    with team_db.connect() as conn:
-        conn.execute("INSERT INTO memvault.teams (name) VALUES ('backend'), ('frontend') ON CONFLICT DO NOTHING")
-        conn.commit()
-    return team_db
-
-
-# ---- the envelope (no server) -------------------------------------------------------------------------
+from .team_client_helpers import (
+    CONVENTION,
+    HOOKS,
+    PROMPT,
+    add_member,
+    entries,
+    everything,
+    job_log,
+    prompt_payload,
+    publish_many,
+    team_fixture,  # noqa: F401 - `team`: a database with teams backend and frontend
+)
 
 
 def test_the_envelope_refuses_private_notes_and_secrets_and_keeps_spans_paths_and_names_home(
@@ -207,19 +67,6 @@ def test_the_envelope_refuses_private_notes_and_secrets_and_keeps_spans_paths_an
     assert out.title == "Run the API tests" and out.kind == "domain" and out.slug == "mixed"
 
 
-# ---- publish, pull, the hook (the issue's "done when") ------------------------------------------------
-
-
-def prompt_payload(member: Member, prompt: str, session: str = "s-1") -> dict[str, Any]:
-    return {
-        "session_id": session,
-        "transcript_path": str(member.home / f"{session}.jsonl"),
-        "cwd": str(member.home),
-        "hook_event_name": "UserPromptSubmit",
-        "prompt": prompt,
-    }
-
-
 def test_a_convention_one_member_publishes_is_injected_at_the_other_members_next_prompt(
     team: TeamDb, tmp_path: Path
 ) -> None:
@@ -247,16 +94,7 @@ def test_a_convention_one_member_publishes_is_injected_at_the_other_members_next
 
     again = bob.run("team", "pull", "--json")  # incremental: nothing new, nothing rewritten
     assert json.loads(again.stdout)["changes"] == 0
-
-
-# ---- offline is normal ---------------------------------------------------------------------------------
-
-
-def job_log(member: Member) -> list[dict[str, Any]]:
-    found = []
-    for path in sorted((Path(member.env["MEMVAULT_HOME"]) / "state" / "logs").glob("hooks-*.jsonl")):
-        found += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return found
+    assert json.loads(bob.run("team", "push", "--json").stdout)["sent"] == []  # a pulled file is not an edit
 
 
 def test_server_absent_publish_waits_in_the_outbox_and_the_session_start_says_why_then_sends_it(
@@ -315,9 +153,6 @@ def test_the_prompt_hook_never_loads_team_code_even_with_team_memory_configured(
     assert result.returncode == 0 and result.stderr.strip().splitlines()[-1] == "[]"
 
 
-# ---- what never reaches the database ------------------------------------------------------------------
-
-
 def test_a_secret_or_a_private_note_never_reaches_the_database(team: TeamDb, tmp_path: Path) -> None:
     alice = add_member(team, tmp_path, "alice", ["backend"])
     key = "ghp_" + "Zx9Qw8Er7Ty6Ui5Op4As3Df2Gh1Jk0Lz9Xc8"
@@ -340,213 +175,6 @@ def test_a_secret_or_a_private_note_never_reaches_the_database(team: TeamDb, tmp
     for leaked in (key, "Zephyrq", "Quokka-4411", "door code", "alicewonder", "/home/"):
         assert leaked not in stored
     assert alice.state().queued() == []  # nothing refused waits to be sent later either
-
-
-# ---- kill -9 ---------------------------------------------------------------------------------------------
-
-
-def paused_kill(member: Member, label: str, *args: str) -> None:
-    """Run `memvault ARGS`, stop it at the fault checkpoint `label`, and kill -9 it there."""
-    folder = member.home / f"pause-{label.replace(':', '-')}"
-    folder.mkdir()
-    proc = member.popen(*args, MEMVAULT_FAULT_PAUSE=f"{label}@{folder}")
-    deadline = time.monotonic() + 60
-    while not (folder / "paused").exists():
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-
-
-@pytest.mark.parametrize("label", ["team-publish:queued", "team-publish:sent"])
-def test_kill_9_mid_publish_leaves_no_partial_entry_and_the_publish_goes_out_once(
-    team: TeamDb, tmp_path: Path, label: str
-) -> None:
-    alice = add_member(team, tmp_path, "alice", ["backend"])
-    rel = alice.note("MemoryVault/default/workflow/alembic-migrations.md", CONVENTION)
-    paused_kill(alice, label, "team", "publish", rel, "--team", "backend")
-    rows = entries(team)
-    assert len(rows) == (1 if label.endswith("sent") else 0)  # committed whole or not at all
-    assert [q.source_path for q in alice.state().queued()] == [rel]  # still journalled: it goes out later
-    alice.run("team", "pull")
-    [row] = entries(team)  # once, whatever the kill: the uid made the retry idempotent
-    assert row["version"] == 1 and "alembic upgrade head" in row["body"]
-    assert alice.state().queued() == [] and alice.state().published()[rel]["version"] == 1
-
-
-def test_kill_9_mid_pull_loses_no_entry_and_no_edit_and_duplicates_nothing(team: TeamDb, tmp_path: Path) -> None:
-    alice = add_member(team, tmp_path, "alice", ["backend"])
-    bob = add_member(team, tmp_path, "bob", ["backend"])
-    publish_many(team, alice, 30, prefix="first")
-    bob.run("team", "pull")
-    edited = "MemoryVault/team/backend/first-3.md"
-    mine = (bob.vault / edited).read_text().replace("Rule number 3", "Rule number 3, as bob reads it")
-    (bob.vault / edited).write_text(mine)  # an edit bob has not pushed yet
-    publish_many(team, alice, 1200, prefix="second")  # more than two batches of the pull
-    with team.connect(alice.role) as conn:
-        conn.execute("UPDATE memvault.entries SET body = body || 'changed' WHERE slug = 'first-3'")
-        conn.commit()
-    paused_kill(bob, "team-pull:batch-written", "team", "pull")  # after the first batch's files, before the cursor
-    bob.run("team", "pull")
-    mirror = bob.mirror()
-    wanted = {
-        f"MemoryVault/team/backend/{p}-{n}.md" for p, count in (("first", 30), ("second", 1200)) for n in range(count)
-    }
-    assert set(mirror) == wanted  # every entry once, none twice under a second name
-    assert mirror[edited] == mine  # bob's edit is kept; the server's change waits for his push
-    assert all("team_version: 1" in t for p, t in mirror.items() if p != edited)
-
-
-def publish_many(team: TeamDb, member: Member, count: int, *, prefix: str, team_name: str = "backend") -> list[str]:
-    """`count` entries published by `member` straight through the server API (as their role), for volume."""
-    from memvault.team import server
-
-    uids = []
-    with team.connect(member.role) as conn:
-        for n in range(count):
-            body = f"# {prefix.title()} {n}\n\nRule number {n} of the {prefix} batch: keep the {prefix} tests green.\n"
-            fm = {"kind": "workflow", "title": f"{prefix} {n}"}
-            uid = str(uuid.uuid4())
-            entry = server.EntryIn(uid, "team", team_name, "workflow", f"{prefix} {n}", f"{prefix}-{n}", body, fm,
-                                   envelope.content_hash(body, fm))  # fmt: skip
-            server.publish(conn, entry)
-            uids.append(uid)
-    return uids
-
-
-# ---- edits, conflicts, deletions ----------------------------------------------------------------------
-
-
-def edit_mirror(member: Member, rel: str, old: str, new: str) -> str:
-    text = (member.vault / rel).read_text()
-    assert old in text
-    (member.vault / rel).write_text(text.replace(old, new))
-    return text.replace(old, new)
-
-
-def test_push_proposes_an_edit_and_a_conflict_keeps_both_and_asks(team: TeamDb, tmp_path: Path) -> None:
-    alice = add_member(team, tmp_path, "alice", ["backend"])
-    bob = add_member(team, tmp_path, "bob", ["backend"])
-    rel = alice.note("MemoryVault/default/workflow/alembic-migrations.md", CONVENTION)
-    alice.run("team", "publish", rel, "--team", "backend")
-    alice.run("team", "pull")
-    bob.run("team", "pull")
-    mirrored = "MemoryVault/team/backend/alembic-migrations.md"
-
-    edit_mirror(alice, mirrored, "Rollbacks are a new revision", "Rollbacks are a new revision (alice)")
-    edit_mirror(bob, mirrored, "from the deploy job", "from the deploy job, never a laptop (bob)")
-    assert "version 2" in alice.run("team", "push").stdout
-    [row] = entries(team)
-    assert row["version"] == 2 and "(alice)" in row["body"]
-    assert "team_version: 2" in (alice.vault / mirrored).read_text()  # no longer an unpushed edit
-
-    conflict = bob.run("team", "push", check=False)
-    assert conflict.returncode == 1 and "conflict" in conflict.stderr
-    [row] = entries(team)
-    assert row["version"] == 2 and "(bob)" not in row["body"]  # the server keeps alice's version
-    mirror_text = (bob.vault / mirrored).read_text()
-    assert "(alice)" in mirror_text and "team_version: 2" in mirror_text  # bob's mirror follows the server
-    [copy] = (bob.vault / "MemoryVault").glob("*/_review/team-conflict-*.md")
-    kept = copy.read_text()
-    assert "(bob)" in kept and "team_conflict:" in kept and "route: review" in kept  # his edit, kept to decide
-    assert json.loads(bob.run("team", "status", "--json").stdout)["conflicts"] == 1
-    assert (
-        "1 to resolve" in bob.run("health", check=False).stdout or "conflict" in bob.run("health", check=False).stdout
-    )
-
-    edit_mirror(bob, mirrored, "from the deploy job", "from the deploy job, never a laptop (bob)")  # he merges
-    bob.run("team", "push")
-    [row] = entries(team)
-    assert row["version"] == 3 and "(alice)" in row["body"] and "(bob)" in row["body"]
-    assert json.loads(bob.run("team", "status", "--json").stdout)["conflicts"] == 0
-
-
-def test_deletions_and_supersedes_propagate_to_the_mirror_and_recent_n_keeps_the_newest(
-    team: TeamDb, tmp_path: Path
-) -> None:
-    from memvault.team import server
-
-    alice = add_member(team, tmp_path, "alice", ["backend"])
-    bob = add_member(team, tmp_path, "bob", ["backend"], mirror="recent 3")
-    uids = publish_many(team, alice, 5, prefix="rule")
-    bob.run("team", "pull")
-    assert sorted(bob.mirror()) == [f"MemoryVault/team/backend/rule-{n}.md" for n in (2, 3, 4)]
-    with team.connect(alice.role) as conn:
-        server.delete(conn, uids[4], 1)
-        body, fm = "# Rule 3, revised\n\nKeep the rule tests green and fast.\n", {"kind": "workflow"}
-        new = server.EntryIn(str(uuid.uuid4()), "team", "backend", "workflow", "Rule 3, revised", "rule-3-revised",
-                             body, fm, envelope.content_hash(body, fm), supersedes=uids[3])  # fmt: skip
-        server.publish(conn, new)
-    bob.run("team", "pull")
-    mirror = bob.mirror()
-    assert "MemoryVault/team/backend/rule-4.md" not in mirror  # deleted on the server
-    assert "MemoryVault/team/backend/rule-3.md" not in mirror  # superseded
-    assert "MemoryVault/team/backend/rule-3-revised.md" in mirror and len(mirror) <= 3
-
-
-def test_the_server_restarted_mid_pull_fails_that_pull_cleanly_and_the_next_one_completes(
-    team: TeamDb, pg_control: Any, tmp_path: Path
-) -> None:
-    alice = add_member(team, tmp_path, "alice", ["backend"])
-    bob = add_member(team, tmp_path, "bob", ["backend"])
-    publish_many(team, alice, 1100, prefix="rule")
-    folder = bob.home / "pause"
-    folder.mkdir()
-    proc = bob.popen("team", "pull", MEMVAULT_FAULT_PAUSE=f"team-pull:batch-written@{folder}")
-    deadline = time.monotonic() + 60
-    while not (folder / "paused").exists():
-        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-        time.sleep(0.02)
-    pg_control.restart()  # the pull's connection is gone; its first batch is written
-    (folder / "resume").touch()
-    _, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == 1 and "Traceback" not in stderr, stderr
-    assert 0 < len(bob.mirror()) < 1100
-    assert json.loads(bob.run("team", "status", "--json").stdout)["last_error"]
-    bob.run("team", "pull")
-    assert len(bob.mirror()) == 1100
-    assert json.loads(bob.run("team", "status", "--json").stdout)["last_error"] is None
-
-
-def test_eight_members_publish_pull_and_edit_at_once(team: TeamDb, tmp_path: Path) -> None:
-    members = [add_member(team, tmp_path, f"m{n}", ["backend"]) for n in range(8)]
-    for m in members:
-        for topic in ("lint", "deploy"):
-            m.note(
-                f"MemoryVault/default/workflow/{m.name}-{topic}.md",
-                f"# {m.name} {topic}\n\n{m.name} says: {topic} early.\n",
-            )
-
-    def together(args_of: Any) -> list[tuple[int, str, str]]:
-        procs = [m.popen(*args_of(m)) for m in members]
-        return [(p.wait(timeout=300), *p.communicate()) for p in procs]
-
-    for topic in ("lint", "deploy"):
-        done = together(
-            lambda m, t=topic: ("team", "publish", f"MemoryVault/default/workflow/{m.name}-{t}.md", "--team", "backend")
-        )
-        assert all(code == 0 for code, _, _ in done), done
-    assert len(entries(team)) == 16
-    assert all(code == 0 for code, _, _ in together(lambda m: ("team", "pull")))
-    assert all(len(m.mirror()) == 16 for m in members)
-
-    shared = "MemoryVault/team/backend/m0-lint.md"
-    for m in members:
-        edit_mirror(m, shared, "lint early.", f"lint early. Edited by {m.name}.")
-    results = together(lambda m: ("team", "push"))
-    winners = [m for m, (code, _, _) in zip(members, results, strict=True) if code == 0]
-    losers = [m for m, (code, _, _) in zip(members, results, strict=True) if code == 1]
-    assert len(winners) == 1 and len(losers) == 7, results
-    row = next(r for r in entries(team) if r["slug"] == "m0-lint")
-    assert row["version"] == 2 and f"Edited by {winners[0].name}." in row["body"]
-    for m in losers:  # no edit lost: each loser's text waits in their review queue
-        [copy] = (m.vault / "MemoryVault").glob("*/_review/team-conflict-*.md")
-        assert f"Edited by {m.name}." in copy.read_text()
-        assert f"Edited by {winners[0].name}." in (m.vault / shared).read_text()
-
-
-# ---- search on the server ----------------------------------------------------------------------------------
 
 
 def test_recall_team_and_the_mcp_recall_tool_search_the_server_within_the_members_teams(
@@ -608,9 +236,6 @@ def test_review_offers_publish_to_team_and_approving_with_it_publishes(team: Tea
     [row] = entries(team)
     assert row["team"] == "backend" and json.loads(row["frontmatter"])["source"] == "reflection"
     assert not (alice.vault / queued).exists()  # approved into its kind folder as well
-
-
-# ---- vectors come with the entries -----------------------------------------------------------------------
 
 
 def test_a_pulled_entry_brings_its_vector_when_the_model_matches_and_nothing_is_embedded_again(

@@ -89,9 +89,14 @@ def render(row: Any) -> str:
     }
     if row.supersedes:
         origin["team_supersedes"] = str(row.supersedes)
-    draft = notes.parse(notes.dump(notes.new_note(model.ordered({**fm, **origin}), body)))
-    origin["team_hash"] = local_hash(draft)  # from the note as written, so an untouched file always matches
-    return notes.dump(notes.new_note(model.ordered({**fm, **origin}), body))
+    # The hash of what the file will say: JSON values read back from the YAML as written (checked below, and by
+    # the tests: a file just pulled never counts as edited).
+    origin["team_hash"] = envelope.content_hash(body, {k: envelope._plain(v, str) for k, v in fm.items()})
+    text = notes.dump(notes.new_note(model.ordered({**fm, **origin}), body))
+    if local_hash(notes.parse(text)) != origin["team_hash"]:  # a value YAML reads back otherwise: hash what it reads
+        origin["team_hash"] = local_hash(notes.parse(text))
+        text = notes.dump(notes.new_note(model.ordered({**fm, **origin}), body))
+    return text
 
 
 def embed_text(text: str, stem: str) -> str | None:
