@@ -56,6 +56,7 @@ class Candidate:
     pattern: Pattern
     fit: float = 0.0
     cited: list[Cited] = field(default_factory=list)
+    mode: str = "none"  # how recall searched: "hybrid" or "vector" with the embedding service, else "keyword"
 
     @property
     def slug(self) -> str:
@@ -122,8 +123,8 @@ def _subdirs(folder: Any) -> list[str]:
         return []
 
 
-def already_had(vault: Vault, pattern: Pattern, have: Known, *, wait_service: float = 0.0) -> tuple[str, str] | None:
-    """(why, the entry) when the user already has this pattern; None when it is new to them."""
+def already_had(pattern: Pattern, have: Known) -> tuple[str, str] | None:
+    """(why, the entry) when the user already has this pattern by what the files say; None when it may be new."""
     for ident, why in (
         (pattern.key, "in the watchlist"),
         (pattern.digest, "in the watchlist (same text)"),
@@ -148,11 +149,17 @@ def already_had(vault: Vault, pattern: Pattern, have: Known, *, wait_service: fl
             return ("a skill you have (its description says the same)", rel)
     if pattern.installed:
         return ("installed in Claude Code (`memvault index-skills` gives it an entry)", pattern.source)
-    if pattern.description:
-        result = vault.recall(pattern.description, k=3, group=SKILLS, wait_service=wait_service)
-        for hit in result.hits:
-            if hit.cosine is not None and hit.cosine >= SAME_COSINE:
-                return (f"a skill you have (cosine {hit.cosine:.2f})", hit.path)
+    return None
+
+
+def same_meaning(vault: Vault, pattern: Pattern, *, wait_service: float = 0.0) -> tuple[str, str] | None:
+    """(why, the entry) when a skill entry says what the pattern says, by meaning (a cosine of `SAME_COSINE`)."""
+    if not pattern.description:
+        return None
+    result = vault.recall(pattern.description, k=3, group=SKILLS, wait_service=wait_service)
+    for hit in result.hits:
+        if hit.cosine is not None and hit.cosine >= SAME_COSINE:
+            return (f"a skill you have (cosine {hit.cosine:.2f})", hit.path)
     return None
 
 
@@ -180,7 +187,7 @@ def score(
         total += hit.score * weight
         if len(cited) >= CITED:
             break
-    return Candidate(pattern, total, cited)
+    return Candidate(pattern, total, cited, result.mode)
 
 
 def recalled(vault: Vault) -> dict[str, int]:
@@ -223,10 +230,15 @@ def evaluate(vault: Vault, patterns: list[Pattern], *, wait_service: float = 0.0
         if pattern.key in seen or (pattern.digest and pattern.digest in seen):
             continue
         seen.update({pattern.key, pattern.digest})
-        had = already_had(vault, pattern, have, wait_service=wait_service)
+        had = already_had(pattern, have)
+        candidate = None
+        if had is None:
+            candidate = score(vault, pattern, wait_service=wait_service, used=used)
+            if candidate.mode in ("hybrid", "vector"):  # a cosine to compare with: the service answered
+                had = same_meaning(vault, pattern, wait_service=wait_service)
         if had is not None:
             evaluation.had.append({"name": pattern.name, "source": pattern.source, "why": had[0], "entry": had[1]})
-            continue
-        evaluation.candidates.append(score(vault, pattern, wait_service=wait_service, used=used))
+        elif candidate is not None:
+            evaluation.candidates.append(candidate)
     evaluation.candidates.sort(key=lambda c: (-c.fit, c.slug))
     return evaluation
