@@ -80,6 +80,7 @@ class PgServer:
 
     root: Path
     port: int = field(default_factory=free_port)
+    settings: str = "-c fsync=off -c max_connections=200 -c shared_buffers=64MB"  # postgres -c options
 
     def __post_init__(self) -> None:
         self.bin = self.root / "pgserver" / "pginstall" / "bin"
@@ -137,8 +138,7 @@ class PgServer:
 
     def start(self) -> None:
         options = (
-            f"-k {self.sockdir} -c listen_addresses=127.0.0.1 -p {self.port} "
-            "-c fsync=off -c max_connections=200 -c shared_buffers=64MB"
+            f"-k {self.sockdir} -c listen_addresses=127.0.0.1 -p {self.port} {self.settings}"
         )
         result = self._run(
             str(self.bin / "pg_ctl"),
@@ -232,10 +232,10 @@ class TeamDb:
         return {"PGSERVICEFILE": str(service_file), "PGPASSFILE": str(pass_file)}
 
 
-def start_server() -> PgServer:
+def start_server(settings: str | None = None) -> PgServer:
     """Install, start and prepare one server with the template database (the session fixture's work)."""
     root = Path(tempfile.mkdtemp(prefix="memvault-pg-", dir="/tmp" if Path("/tmp").is_dir() else None))
-    server = PgServer(root)
+    server = PgServer(root) if settings is None else PgServer(root, settings=settings)
     try:
         server.install()
         server.start()

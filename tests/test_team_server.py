@@ -234,5 +234,6 @@ def test_search_is_hybrid_floored_and_respects_rls(team_db: TeamDb, members, emb
     assert ask(bob, "how do I install python packages")[0] == "Python packages"
     assert len(ask(carol, "schema change release", floor=relevance.Floor())) >= 2  # floor off: the ranking alone
     with team_db.connect(carol) as conn:  # keyword-only (no query vector): the same floor's keyword rule
+        assert server.search(conn, "install python packages with uv not pip", None, None) == []  # team b's
         hits = server.search(conn, "numbered migration file rollback", None, None, k=3)
         assert [h.entry.title for h in hits] == ["Database migrations"] and hits[0].cosine is None

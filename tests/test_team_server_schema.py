@@ -57,12 +57,13 @@ def test_init_db_applies_each_migration_once_even_when_run_twice_at_once(pg_serv
             t.start()
         for t in threads:
             t.join()
-        assert sorted(results) == [[], [1]]
+        every = [v for v, _, _ in schema.migrations()]
+        assert len(every) >= 2 and sorted(v for applied in results for v in applied) == every  # each once
         with pg_server.connect(name) as conn:
             assert schema.init_db(conn) == []
             assert schema.version(conn) == len(schema.migrations())
             rows = conn.execute("SELECT version FROM memvault.schema_version").fetchall()
-            assert rows == [(1,)]
+            assert rows == [(v,) for v in every]
     finally:
         pg_server.sql(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
@@ -182,3 +183,68 @@ def test_admin_rejects_bad_names(team_db: TeamDb) -> None:
         for role, teams in (("Robert'); DROP TABLE x;--", ["a"]), ("pg_monitor", ["a"]), ("carol", ["Bad Team"])):
             with pytest.raises(admin.AdminError):
                 admin.add_member(conn, role, teams)
+
+
+def test_search_functions_run_as_owner_but_see_only_the_callers_teams(team_db: TeamDb, two_teams) -> None:
+    """The keyword side runs SECURITY DEFINER (so the GIN index serves it); called by hand, asking for another
+    team, it still finds and counts nothing of that team."""
+    alice, _ = two_teams
+    with team_db.connect(alice) as conn:
+        for only in (None, ["b"], ["a", "b"]):
+            found = conn.execute(
+                "SELECT count(*) FROM memvault.keyword_candidates(ARRAY['bravo', 'plan'], ARRAY['bravo'], %s, 50)",
+                (only,),
+            ).fetchone()[0]
+            assert found == 0
+            stats = conn.execute("SELECT memvault.term_stats(ARRAY['bravo', 'convention'], %s, 1000, 100)", (only,))
+            total, bravo, convention = stats.fetchone()[0]
+            assert bravo == 0
+            assert (total, convention) == ((1, 1) if only == ["b"] else (2, 2))  # org entries always count
+        assert conn.execute("SELECT memvault.session_teams(NULL)").fetchone()[0] == ["a"]
+        mine = conn.execute("SELECT count(*) FROM memvault.keyword_candidates(ARRAY['alpha'], ARRAY['alpha'], NULL, 9)")
+        assert mine.fetchone()[0] == 1
+
+
+def test_an_admin_without_superuser_sets_up_the_database(pg_server, tmp_path, monkeypatch) -> None:
+    """As the how-to says: a superuser makes the admin role (CREATEROLE), the database it owns and the extension;
+    the admin runs init-db and adds a member with a password; the member logs in over TCP from their own libpq
+    files and publishes; the admin's rotation of the password locks the old one out."""
+    import psycopg
+
+    from memvault.team import server
+
+    name, boss, member = "memvault_admin_path", "team_boss", "team_dana"
+    pg_server.sql(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    for role in (member, boss):
+        pg_server.sql(f"DROP ROLE IF EXISTS {role}")
+    pg_server.sql(f"CREATE ROLE {boss} LOGIN CREATEROLE")
+    # The member group role is global to the server and exists already (another database's init-db made it):
+    # then a superuser lets the new admin hand it out, as the how-to says.
+    pg_server.sql(f"GRANT memvault_member TO {boss} WITH ADMIN OPTION")
+    pg_server.sql(f"CREATE DATABASE {name} OWNER {boss}")
+    pg_server.sql("CREATE EXTENSION IF NOT EXISTS vector", dbname=name)
+    try:
+        with pg_server.connect(name, boss) as conn:
+            assert [v for v, _, _ in schema.migrations()] == schema.init_db(conn)
+            admin.add_member(conn, member, ["platform"], password="first-pass")
+            assert admin.members(conn) == {member: ["platform"]}
+        db = TeamDb(pg_server, name)
+        for key, value in db.member_home(tmp_path / "dana", member, "first-pass").items():
+            monkeypatch.setenv(key, value)
+        with psycopg.connect("service=team") as conn:
+            row = server.publish(conn, server.EntryIn(str(uuid.uuid4()), "team", "platform", "convention", "Tabs",
+                                                      "tabs", "Indent with four spaces.", {}, "h1"))  # fmt: skip
+            assert row.author == member
+        with pg_server.connect(name, boss) as conn:
+            admin.set_password(conn, member, "second-pass")
+            assert conn.execute("SELECT count(*) FROM memvault.entries").fetchone()[0] == 1  # the owner reads all
+        with pytest.raises(psycopg.OperationalError, match="password"):
+            psycopg.connect("service=team connect_timeout=3")
+        with pg_server.connect() as conn:  # the server's log never saw the password: a SCRAM verifier is stored
+            stored = conn.execute("SELECT rolpassword FROM pg_authid WHERE rolname = %s", (member,)).fetchone()[0]
+            assert stored.startswith("SCRAM-SHA-256$")
+        assert "second-pass" not in pg_server.log.read_text(errors="replace")
+    finally:
+        pg_server.sql(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        for role in (member, boss):
+            pg_server.sql(f"DROP ROLE IF EXISTS {role}")

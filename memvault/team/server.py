@@ -20,6 +20,9 @@ from memvault.store import privacy, secrets
 
 DIMENSIONS = 384  # the packaged model's; the column is vector(384)
 CANDIDATES = 100  # entries taken from each side before fusion (as the local index)
+# Search: a word's entries are counted exactly up to EXACT_COUNT, a commoner word's estimated from a sample of about
+# SAMPLE_ROWS entries (memvault.term_stats); its weight (IDF) is then near its floor either way.
+EXACT_COUNT, SAMPLE_ROWS = 500, 2000
 LOCK_TIMEOUT_S = 5.0  # how long a pull waits for writes in flight before saying the server is busy
 _CURSOR_LOCK = "SELECT pg_advisory_xact_lock(memvault.cursor_lock_key())"
 
@@ -92,7 +95,7 @@ class Hit:
     entry: EntryRow  # without its embedding
     score: float  # fusion's score
     cosine: float | None  # None without a query vector (or an entry without one of that model)
-    keyword: float  # ts_rank_cd × the share of query words it has, relative to the best keyword hit
+    keyword: float  # ts_rank (length-normalised) × the share of query words it has, relative to the best keyword hit
     coverage: float
     shared_words: int
     identifier: bool
@@ -249,7 +252,7 @@ def search(
     floor: relevance.Floor | None = None,
     method: str = "adaptive",
 ) -> list[Hit]:
-    """The entries this member may see that best match `text`: pgvector cosine (HNSW) and ts_rank_cd over the
+    """The entries this member may see that best match `text`: pgvector cosine (HNSW) and ts_rank over the
     entries' tsvector, fused and floored by the local index's own functions (`fusion.fuse`, `relevance.verdict`).
 
     `vector` is the query's embedding by the model `model_id` (None: keyword-only); `teams` narrows to those
@@ -259,30 +262,28 @@ def search(
     floor = floor if floor is not None else relevance.Floor(min_relevance=relevance.MIN_RELEVANCE)
     query = privacy.strip_private(text)[:4000]
     terms = chunking.query_terms(query)
-    where, params = "NOT deleted", []
-    if teams is not None:
-        where += " AND (scope = 'org' OR team = ANY(%s))"
-        params.append(list(teams))
+    only = list(teams) if teams is not None else None
     qvec = _vector_text(vector) if vector is not None and model_id else None
-    any_term = " || ".join(["plainto_tsquery('simple', %s)"] * len(terms))
     with conn.transaction():
         vec_side: dict[str, float] = {}
         if qvec is not None:
             conn.execute(f"SET LOCAL hnsw.ef_search = {CANDIDATES * 2}")
+            narrow = "" if only is None else " AND (scope = 'org' OR team = ANY(%(only)s))"
             vec_side = dict(conn.execute(
-                f"SELECT uid::text, 1 - (embedding <=> %s::vector) FROM memvault.entries WHERE {where} "
-                "AND model_id = %s ORDER BY embedding <=> %s::vector LIMIT %s",
-                (qvec, *params, model_id, qvec, CANDIDATES)).fetchall())  # fmt: skip
+                "SELECT uid::text, 1 - (embedding <=> %(v)s::vector) FROM memvault.entries "
+                f"WHERE NOT deleted AND model_id = %(m)s{narrow} ORDER BY embedding <=> %(v)s::vector LIMIT %(k)s",
+                {"v": qvec, "m": model_id, "only": only, "k": CANDIDATES}).fetchall())  # fmt: skip
+        counts: list[int] = [0]
         kw_side: dict[str, float] = {}
         if terms:
-            kw_side = dict(conn.execute(
-                f"SELECT uid::text, ts_rank_cd(tsv, q) FROM memvault.entries, (SELECT {any_term}) AS t(q) "
-                f"WHERE tsv @@ q AND {where} ORDER BY 2 DESC LIMIT %s",
-                (*terms, *params, CANDIDATES)).fetchall())  # fmt: skip
+            stats = conn.execute("SELECT memvault.term_stats(%s, %s, %s, %s)", (terms, only, EXACT_COUNT, SAMPLE_ROWS))
+            counts = [int(n) for n in stats.fetchone()[0]]
+            kw_side = {str(u): float(r) for u, r in conn.execute(
+                "SELECT uid, rank FROM memvault.keyword_candidates(%s, %s, %s, %s)",
+                (_matching(terms, counts[1:]), terms, only, CANDIDATES)).fetchall()}  # fmt: skip
         uids = list(dict.fromkeys([*vec_side, *kw_side]))
         if not uids:
             return []
-        counts = _document_counts(conn, terms, where, params)
         ids = chunking.identifiers(query)
         has = ", ".join(["tsv @@ plainto_tsquery('simple', %s)"] * len(terms))
         ident = " OR ".join(["tsv @@ phraseto_tsquery('simple', %s)"] * len(ids)) or "false"
@@ -292,8 +293,8 @@ def search(
             f"CASE WHEN model_id = %s THEN {cosine} END FROM memvault.entries WHERE uid = ANY(%s::uuid[])",
             (*terms, *[i.strip('"') for i in ids], model_id, *([qvec] if qvec is not None else []), uids),
         ).fetchall()
-    total = counts[-1] or 1
-    weights = [relevance.idf(total, n) for n in counts[:-1]]
+    total = counts[0] or 1
+    weights = [relevance.idf(total, n) for n in counts[1:]]
     info = {r[0]: (_row(r[:18]), r[18], bool(r[19]), r[20]) for r in rows}
     words = len(terms)
     keyword = {u: s * sum(info[u][1]) / words for u, s in kw_side.items() if u in info} if words else {}
@@ -316,13 +317,11 @@ def search(
     return hits
 
 
-def _document_counts(conn: Any, terms: list[str], where: str, params: list[Any]) -> list[int]:
-    """How many visible entries contain each term, then how many visible entries there are (the IDF's inputs)."""
-    parts = [f"(SELECT count(*) FROM memvault.entries WHERE tsv @@ plainto_tsquery('simple', %s) AND {where})"
-             for _ in terms]  # fmt: skip
-    parts.append(f"(SELECT count(*) FROM memvault.entries WHERE {where})")
-    args = [a for t in terms for a in (t, *params)] + params
-    return [int(n) for n in conn.execute("SELECT " + ", ".join(parts), args).fetchone()]
+def _matching(terms: list[str], counts: list[int]) -> list[str]:
+    """The words whose entries are keyword candidates: those in fewer than EXACT_COUNT entries (a common word
+    would make every entry a candidate, to be ranked one by one), else the two rarest. All words still rank."""
+    rare = [t for t, n in zip(terms, counts, strict=True) if n < EXACT_COUNT]
+    return rare or [t for _, t in sorted(zip(counts, terms, strict=True))[:2]]
 
 
 def _first_line(exc: BaseException) -> str:
