@@ -151,11 +151,12 @@ def pull(
     if mirror == "none":
         state.record_pull(cursor=None, error=None, pulled=0, mirror=mirror)
         return report
+    mirrored = scan(vault)  # read once per pull, then kept up to date with what each batch writes
     try:
         while deadline is None or time.monotonic() < deadline:
             rows, cursor = changes_since(conn, report.cursor, limit)
             if rows:
-                _apply(vault, rows, report)
+                _apply(vault, rows, report, mirrored)
                 report.changes += len(rows)
                 fault.checkpoint("team-pull:batch-written")  # the files are written, the cursor not yet moved
             if cursor == report.cursor and not rows:
@@ -173,8 +174,13 @@ def pull(
     return report
 
 
-def _apply(vault: Vault, rows: list[Any], report: PullReport) -> None:
-    """One journalled change for a batch of the server's changes; then the vectors that came with them."""
+def _apply(vault: Vault, rows: list[Any], report: PullReport, mirrored: dict[str, tuple[str, notes.Note, str]]) -> None:
+    """One journalled change for a batch of the server's changes; then the vectors that came with them.
+
+    `mirrored` is the mirror as read at the start of the pull (uid → path, note, digest), updated here. A file
+    edited meanwhile is not lost: every operation carries the digest it was planned against, and the change
+    refuses (`conflict`) when the file on disk differs right before it is replaced.
+    """
     latest: dict[str, Any] = {}
     for row in rows:  # a batch may hold several versions of one entry: the newest counts
         uid = str(row.uid)
@@ -182,8 +188,9 @@ def _apply(vault: Vault, rows: list[Any], report: PullReport) -> None:
             latest[uid] = row
     vectors: list[tuple[str, Any]] = []
 
+    uid_of: dict[str, str] = {}
+
     def plan() -> list[journal.FileOp]:
-        mirrored = scan(vault)
         ops: dict[str, journal.FileOp] = {}
         taken: set[str] = set()
         gone: set[str] = set()
@@ -221,18 +228,31 @@ def _apply(vault: Vault, rows: list[Any], report: PullReport) -> None:
                 report.refused.append(f"{rel}: {exc}")
                 continue
             taken.add(rel)
+            uid_of[rel] = uid
             ops[rel] = journal.FileOp(rel, text, digest)
             report.written.append(rel)
             if row.embedding is not None and row.model_id:
                 vectors.append((rel, row))
         return list(ops.values())
 
+    planned: list[journal.FileOp] = []
+
+    def recorded() -> list[journal.FileOp]:
+        planned[:] = plan()
+        return planned
+
     with vault.protection_waived():  # the mirror follows the server, protected entries included
         try:
-            vault.transact("team-pull", folder(vault), plan, reason=f"{len(rows)} team changes")
+            vault.transact("team-pull", folder(vault), recorded, reason=f"{len(rows)} team changes")
         except MemvaultError as exc:
             if "nothing to change" not in str(exc):
                 raise
+    for op in planned:  # what the change wrote is now the mirror
+        if op.content is None:
+            for uid in [u for u, (rel, _, _) in mirrored.items() if rel == op.path]:
+                del mirrored[uid]
+        else:
+            mirrored[uid_of[op.path]] = (op.path, notes.parse(op.content), journal.text_digest(op.content))
     report.vectors += import_vectors(vault, vectors)
 
 
