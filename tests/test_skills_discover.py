@@ -333,3 +333,18 @@ def test_a_repository_listed_by_its_url_is_read_from_its_clone_and_never_fetched
     ]
     why = "no clone of it on this machine: memvault never clones; clone it and list its folder"
     assert found.errors == [{"path": "https://github.com/example/not-cloned", "error": why}]
+
+
+def test_the_table_lists_the_best_twenty(vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    machine(tmp_path, monkeypatch)
+    repo = tmp_path / "repo"
+    for n in range(25):
+        skill(repo / "skills", f"hobby-{n:02d}", simple(f"hobby-{n:02d}", f"Watercolour palette number {n}."))
+    skill(repo / "skills", "flaky-triage", FLAKY)
+    result = run(vault.root, "discover", "--project", str(tmp_path), "--repo", str(repo), "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert (
+        "flaky-triage" in result.output and "… and 6 more, fitting no better (--json lists them all)" in result.output
+    )
+    listed = json.loads(run(vault.root, "discover", "--project", str(tmp_path), "--repo", str(repo), "--json").output)
+    assert len(listed["candidates"]) == 26 and listed["candidates"][0]["slug"] == "flaky-triage"

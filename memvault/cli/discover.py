@@ -13,6 +13,7 @@ from memvault.text import plural
 from .group import State, cli, confirmed, err, json_option, out, pass_state, print_json, print_result, yes_option
 from .render import print_table
 
+SHOWN = 20  # candidates listed in the table, best fit first
 _DIR = click.Path(file_okay=False, path_type=Path)
 project_option = click.option(
     "--project", type=_DIR, metavar="DIR", help="The project whose skill folders to read (default: .)."
@@ -64,7 +65,9 @@ def discover(
     rows = [(escape(c["slug"]), f"{c['fit']:.2f}", escape(c["origin"]), "written" if c["slug"] in written else
              "fits" if c["fit"] > watchlist.MIN_FIT else "no note of yours is about it")
             for c in report.candidates]  # fmt: skip
-    print_table(("candidate", "fit", "from", "watchlist"), rows)
+    print_table(("candidate", "fit", "from", "watchlist"), rows[:SHOWN])
+    if len(rows) > SHOWN:
+        out.print(f"… and {len(rows) - SHOWN} more, fitting no better (--json lists them all)")
     verb = "would write" if dry_run else "wrote"
     out.print(
         f"found {plural(report.found, 'pattern')}: {len(report.had)} you have or already have in the watchlist, "
