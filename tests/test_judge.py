@@ -228,3 +228,34 @@ def test_a_repeated_word_counts_once_as_in_training() -> None:
     exp = [math.exp((v - top) / model.temperature) for v in logits]
     expected = exp[-1] / sum(exp)
     assert abs(model.probabilities(unit)["none"] - expected) < 1e-9
+
+
+def test_a_rule_typed_in_another_script_is_a_unit() -> None:
+    # the rules' sentence reader counts Latin words only: a Russian or Chinese rule had no unit at all
+    russian = "да, и всегда пиши мне по-русски, переводи все документы"
+    assert [u.text for u in judge.units(_turns(russian))] == [russian]
+    assert [u.text for u in judge.units(_turns("以后都用中文回答我"))] == ["以后都用中文回答我"]
+    assert "cue:other-script" in judge.features(judge.units(_turns(russian))[0])
+
+
+def test_chinese_sentences_and_a_run_together_numbered_list_are_cut_into_units() -> None:
+    message = "我重新提要求:增加两条规则 1.所有路径用绝对路径 2.不要自动提交代码。提交前先跑测试"
+    assert [u.text for u in judge.units(_turns(message))] == [
+        "我重新提要求:增加两条规则", "所有路径用绝对路径", "不要自动提交代码。", "提交前先跑测试",
+    ]  # fmt: skip
+    # version numbers are no list
+    assert [u.text for u in judge.units(_turns("keep support for both 1.x and 2.x releases"))] == [
+        "keep support for both 1.x and 2.x releases"
+    ]
+
+
+def test_training_labels_a_chinese_or_russian_unit_by_its_quote() -> None:
+    sys.path.insert(0, str(REPO / "scripts"))
+    train_judge = pytest.importorskip("train_judge")
+    [unit] = judge.units(_turns("先和我讨论方案,不需要写代码"))
+    quote = "先和我讨论方案，不需要写代码"  # full-width comma, as typed; the unit reads it as ","
+    session = {"statements": [{"line": 2, "quote": quote, "kind": "correction", "label": "MUST"}], "negatives": []}
+    assert train_judge._label(unit, session) == ("correction", 1.0, "MUST")
+    [unit] = judge.units(_turns("как требуется работай на русском"))
+    session["statements"] = [{"line": 2, "quote": "работай на русском", "kind": "preference", "label": "NICE"}]
+    assert train_judge._label(unit, session) == ("preference", 1.0, "NICE")

@@ -42,9 +42,9 @@ from typing import Any
 from memvault.reflect.transcript import Turn
 
 from . import prefs, titles
-from .text import Candidate, make_key, stem, turn_ref
-from .typed import echoes
-from .userwords import canonical, user_sentences
+from .text import Candidate, make_key, prose, stem, turn_ref
+from .typed import echoes, typed
+from .userwords import _BOLD, _LIST_MARKER, CONTINUATION, canonical, pasted
 
 KINDS = ("preference", "correction", "fact", "workflow", "idea", "none")
 CATEGORY = {"preference": "preference", "correction": "preference", "fact": "preference",
@@ -176,7 +176,7 @@ def units(turns: Sequence[Turn]) -> list[Unit]:
         if turn.sidechain or turn.role == "summary":
             continue
         if turn.role == "user":
-            parts = [piece for sentence in user_sentences(turn.text, said.get(i, "")) for piece in _pieces(sentence)]
+            parts = [piece for sentence in sentences(turn.text, said.get(i, "")) for piece in _pieces(sentence)]
             if parts:
                 raw.append((i, turn, parts, previous is not None and previous.role != "user", agent))
             agent = ""
@@ -198,6 +198,55 @@ def units(turns: Sequence[Turn]) -> list[Unit]:
             out.append(Unit(turn, part, j, len(parts), after, n == 0, reaction[:REACTION_CHARS].lower(), repeated,
                             context))  # fmt: skip
     return out
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|(?<=[。！？；])\s*(?=\S)")
+_INLINE_ITEM = re.compile(  # "要求:1.… 2.…": a list item's number inside a line
+    r"(?:^|(?<=[\s:：。；;,，.]))(\d{1,2})[.、)）](?=\s+[^\W\d]|[^\W\d\x00-\x7f])"
+)
+_WORD = re.compile(r"[^\W\d_]+")  # a word of any script: Latin, Cyrillic, Greek…
+_HAN = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")  # Chinese, Japanese and Korean characters
+
+
+def sentences(text: str, echo: str = "") -> list[str]:
+    """The sentences of a user's turn that they typed themselves, in any script, list markers removed.
+
+    What `userwords.user_sentences` reads (the typed segments, no quote or pasted-looking line, one
+    list item a sentence at least, nothing of a continuation summary), but a sentence counts when it
+    has two words of any script (a Russian or Chinese rule is a rule), Chinese, Japanese and Korean
+    sentences end at their own stops, and a numbered list run into one line ("要求:1.… 2.…") is one
+    sentence per item.
+    """
+    if text.lstrip().lower().startswith(CONTINUATION):
+        return []
+    out = []
+    for raw in prose(typed(text, echo)).splitlines():
+        for item in _items(raw):
+            line = _BOLD.sub("", _LIST_MARKER.sub("", item)).strip()
+            if pasted(line):
+                continue
+            for piece in _SENTENCE_END.split(line):
+                piece = piece.strip(" \t-–—")
+                if piece.startswith("(") and piece.endswith(")"):
+                    piece = piece[1:-1].strip()
+                if len(_WORD.findall(piece)) >= 2 or len(_HAN.findall(piece)) >= 4:
+                    out.append(piece)
+    return out
+
+
+def _items(line: str) -> list[str]:
+    """A line holding a numbered list run together ("…要求 1.自动替换… 2.不要…") cut before each item's number.
+
+    Only when the numbers go 1, 2, … in order (a version "2.x" or a lone "3." is not a list).
+    """
+    found = list(_INLINE_ITEM.finditer(line))
+    numbers = [int(m.group(1)) for m in found]
+    if len(found) < 2 or numbers != list(range(numbers[0], numbers[0] + len(numbers))) or numbers[0] > 1:
+        return [line]
+    starts = [0, *(m.start() for m in found)]
+    ends = [0, *(m.end() for m in found)]
+    pieces = [line[ends[i] : starts[i + 1]] for i in range(len(found))] + [line[ends[-1] :]]
+    return [p for p in pieces if p.strip()]
 
 
 def _pieces(sentence: str) -> list[str]:
@@ -228,6 +277,9 @@ def features(unit: Unit) -> list[str]:
         padded = f"<{w}>"
         out += [f"c:{padded[i : i + 3]}" for i in range(len(padded) - 2)]
     out += [f"f:{w}" for w in words[:1]] + [f"f2:{'_'.join(words[:2])}"] if words else ["f:empty"]
+    other = [w for w in _WORD.findall(low) if not w.isascii()]  # Cyrillic, Greek…: a word; Chinese…: letter pairs
+    for w in other[:60]:
+        out += [f"h:{w[i : i + 2]}" for i in range(len(w) - 1)] if _HAN.search(w) else [f"w:{w[:6]}"]
     hit = prefs.judge(titles._fix_typos(unit.text))  # the old rules, rule words spelt right ("allways")
     out += [f"rule:{hit.rule}", f"conf:{hit.confidence}"] if hit is not None else ["rule:none"]
     cues = (
@@ -243,9 +295,10 @@ def features(unit: Unit) -> list[str]:
         ("ack", bool(_ACK.search(unit.reaction))),
         ("digits", any(c.isdigit() for c in low)),
         ("colon-end", low.endswith(":")),
+        ("other-script", bool(other)),
     )
     out += [f"cue:{name}" for name, on in cues if on]
-    n = len(words)
+    n = len(words) + sum(1 if not _HAN.search(w) else max(1, len(w) // 2) for w in other)
     out.append(f"len:{'1-3' if n <= 3 else '4-7' if n <= 7 else '8-15' if n <= 15 else '16-30' if n <= 30 else '31+'}")
     place = "only" if unit.of == 1 else "first" if unit.index == 0 else "last" if unit.index == unit.of - 1 else "mid"
     out += [f"pos:{place}", f"units:{min(unit.of, 6)}"]
