@@ -59,7 +59,7 @@ def _render_counts(report: health_mod.Health) -> None:
 
 def _render_web(web: dict[str, Any]) -> None:
     """One line for web research and discovery (off and why, or on), and one for the last run."""
-    parts = [f"{what} {'on' if web[key] is None else 'off (' + escape(web[key]) + ')'}"
+    parts = [f"{what} {'on' if web[key] is None else 'off (' + escape(web[key].split(' (')[0]) + ')'}"
              for what, key in (("discovery", "discovery"), ("idea research", "research"))]  # fmt: skip
     out.print(f"web: {'; '.join(parts)}; {web['runs_today']} of {web['cap']} runs today", soft_wrap=True)
     last = web.get("last")
