@@ -176,6 +176,12 @@ def test_a_secret_or_a_private_note_never_reaches_the_database(team: TeamDb, tmp
         assert leaked not in stored
     assert alice.state().queued() == []  # nothing refused waits to be sent later either
 
+    elsewhere = alice.run(
+        "team", "publish", spans, "--team", "frontend", check=False
+    )  # not her team: the server says no
+    assert elsewhere.returncode == 1 and "[team-refused]" in elsewhere.stderr and "frontend" in elsewhere.stderr
+    assert alice.state().queued() == []  # a refusal does not wait in the outbox to be retried forever
+
 
 def test_recall_team_and_the_mcp_recall_tool_search_the_server_within_the_members_teams(
     team: TeamDb, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -228,11 +228,13 @@ def _print_sent(
                 f"[yellow]conflict:[/] {escape(rel)} changed on the server first; your edit is kept as {escape(copy)}. "
                 "Merge it into the team note and run `memvault team push` again, or reject it in `memvault review`."
             )
+        for rel, why in result.refused:
+            err.print(f"[red]refused:[/] {escape(rel)}: {escape(why)}")
         if redacted:
             err.print(f"[yellow]warning:[/] secrets were redacted before sending ({', '.join(redacted)})")
         if result.error and result.queued:
             err.print(f"[yellow]why:[/] {escape(result.error)}")
-    if result.conflicts and exit_on_conflict:
+    if (result.conflicts or result.refused) and exit_on_conflict:
         sys.exit(1)
 
 

@@ -29,6 +29,9 @@ from memvault.vault.core import Vault
 from . import envelope, mirror, server
 from .outbox import TeamState
 
+# The server's refusals that waiting will not change (server.py's codes): such an entry leaves the outbox.
+REFUSED = frozenset(["team-denied", "team-invalid", "team-slug-taken", "team-missing", "secret", "private"])
+
 
 @dataclass
 class Sent:
@@ -37,6 +40,7 @@ class Sent:
     sent: list[tuple[str, int]] = field(default_factory=list)  # (source path, version)
     queued: list[str] = field(default_factory=list)  # still in the outbox (server not reachable)
     conflicts: list[tuple[str, str]] = field(default_factory=list)  # (mirror path, review copy)
+    refused: list[tuple[str, str]] = field(default_factory=list)  # (source path, why): the server will never take it
     error: str | None = None
 
 
@@ -97,6 +101,9 @@ def publish(vault: Vault, state: TeamState, out: envelope.Outgoing, connect: Any
     state.queue(out)
     fault.checkpoint("team-publish:queued")
     result = flush(vault, state, connect)
+    refused = [why for rel, why in result.refused if rel == out.source_path]
+    if refused:
+        raise envelope.TeamError(f"{out.source_path} was not published: {refused[0]}", code="team-refused")
     if not queue and out.source_path in result.queued:
         state.sent(out.uid)
         raise envelope.TeamError(
@@ -128,8 +135,12 @@ def flush(vault: Vault, state: TeamState, connect: Any) -> Sent:
                 result.conflicts.append(_keep_both(vault, out.source_path, out, exc.current))
                 continue
             except MemvaultError as exc:
-                result.queued.append(out.source_path)
-                result.error = str(exc)
+                if exc.code in REFUSED:  # not a matter of time: out of the outbox, said to the person
+                    state.sent(out.uid)
+                    result.refused.append((out.source_path, str(exc)))
+                else:
+                    result.queued.append(out.source_path)
+                    result.error = str(exc)
                 continue
             state.record_published(out.source_path, str(row.uid), int(row.version), out.team, out.scope)
             if out.source_path in state.conflicts():  # merged and pushed: the conflict is resolved
