@@ -17,6 +17,15 @@ _WINDOWS_DETACHED = 0x00000008 | 0x00000200 | 0x08000000  # DETACHED_PROCESS, NE
 _started: list[subprocess.Popen[bytes]] = []
 
 
+def prepare_log(log: Path) -> None:
+    """A background process's stderr log, user-only, its folder made: over MAX_LOG, the current file and one older."""
+    paths.ensure_private_dir(log.parent)
+    with contextlib.suppress(OSError):
+        if log.stat().st_size > MAX_LOG:
+            os.replace(log, log.with_name(log.name + ".1"))
+    paths.create_private_file(log)
+
+
 def spawn(command: list[str], log: Path, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
     """Run `command` in its own session, stdin/stdout closed, stderr appended to `log`; return at once.
 
@@ -24,12 +33,8 @@ def spawn(command: list[str], log: Path, env: dict[str, str] | None = None) -> s
     no pipe the host waits on. It runs in the log's folder, not the user's project: `python -m` puts the
     working directory first on sys.path, where a project's `json.py` or `secrets.py` would shadow the stdlib.
     """
-    paths.ensure_private_dir(log.parent)
-    with contextlib.suppress(OSError):
-        if log.stat().st_size > MAX_LOG:  # keep the current file and one older one
-            os.replace(log, log.with_name(log.name + ".1"))
+    prepare_log(log)
     _started[:] = [proc for proc in _started if proc.poll() is None]
-    paths.create_private_file(log)
     with open(log, "ab") as stderr:
         windows = sys.platform == "win32"
         proc = subprocess.Popen(

@@ -97,12 +97,18 @@ def marker(session_id: str, state: str) -> Path:
 
 def write_start_marker(session_id: str, info: dict[str, Any]) -> None:
     """Record (or refresh) an open session; the first start time is kept across resume and compact."""
+    path, data = start_marker(session_id, info)
+    write_json(path, data)
+    with contextlib.suppress(OSError):
+        marker(session_id, "reflected").unlink()
+
+
+def start_marker(session_id: str, info: dict[str, Any]) -> tuple[Path, dict[str, Any]]:
+    """The start marker's file and what `write_start_marker` writes there (its `.reflected` marker goes)."""
     path = marker(session_id, "start")
     previous = read_json(path)
     started = previous.get("started") if isinstance(previous, dict) else None
-    write_json(path, {**info, "session_id": session_id, "started": started or now_iso(), "seen": now_iso()})
-    with contextlib.suppress(OSError):
-        marker(session_id, "reflected").unlink()
+    return path, {**info, "session_id": session_id, "started": started or now_iso(), "seen": now_iso()}
 
 
 def mark_reflected(session_id: str) -> None:

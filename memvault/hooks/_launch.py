@@ -27,9 +27,9 @@ if sys.flags.no_site:  # this hook's own memvault (checkout or site-packages), a
     sys.path.append(ROOT)
 
 
-# Handed to the warm service first (`memvault.hooks.fast`): the prompt events, Claude Code's and the other
-# hosts' (hosts.spec maps both of these onto UserPromptSubmit; the service checks it again).
-FAST_EVENTS = ("UserPromptSubmit",)
+# Handed to the warm service first (`memvault.hooks.fast`): Claude Code's events, and the other hosts' prompt
+# events (hosts.spec maps both of these onto UserPromptSubmit; the service checks it again).
+FAST_EVENTS = ("UserPromptSubmit", "SessionStart", "Stop", "SessionEnd", "Notification")
 FAST_HOST_EVENTS = (("codex", "UserPromptSubmit"), ("gemini", "BeforeAgent"))
 
 

@@ -38,6 +38,7 @@ proctime.started()  # where the OS cannot say when the process started, its time
 # 100 ms on 20k notes) would run past the budget even with the query vector back in time (after a config edit).
 VECTOR_MIN_SHARE = 0.6
 FALLBACK_MS = 90  # kept back from the service's share of the budget for a keyword-only recall here (imports + FTS)
+JOBS, JOB_LOG = "memvault.hooks.jobs", "hookjobs.log"  # the background jobs' module, and their stderr's file
 PROMPT_CHARS = 160  # how much of a prompt the log keeps (secrets redacted) for `memvault inspect`
 # The recall settings passed to recall as they are: the fusion, and the relevance floor.
 RECALL_KEYS = (
@@ -121,12 +122,13 @@ class Served:
     """Set while the warm service runs an event for a hook process (`hooks.served`).
 
     It carries the hook process's start (its budget counts from there), the service's own recall, the
-    settings as the hook would read them (its `MEMVAULT_*` overrides applied), and the files the hook
-    process writes once the answer has reached it (`writes`: path, text), so an answer that comes too
-    late has changed nothing.
+    settings as the hook would read them (its `MEMVAULT_*` overrides applied), and what the hook process
+    does once the answer has reached it: the files it writes (`writes`: path, text) and removes (`removes`),
+    and the background jobs it starts (`jobs`: `hooks.jobs` arguments), so an answer that comes too late
+    has changed nothing.
     """
 
-    __slots__ = ("recall", "settings", "started", "writes")
+    __slots__ = ("jobs", "recall", "removes", "settings", "started", "writes")
 
     def __init__(
         self,
@@ -136,6 +138,8 @@ class Served:
     ) -> None:
         self.started, self.recall, self.settings = started, recall, settings
         self.writes: list[tuple[str, str]] = []
+        self.removes: list[str] = []
+        self.jobs: list[list[str]] = []
 
 
 SERVED: ContextVar[Served | None] = ContextVar("memvault_served", default=None)
@@ -251,13 +255,17 @@ def session_start(payload: dict[str, Any], settings: dict[str, Any], record: dic
     session, source = _session(payload), _text(payload, "source") or "startup"
     record.update(source=source, vault=str(root))
     info = {"transcript_path": _text(payload, "transcript_path"), "cwd": _text(payload, "cwd"), "source": source}
-    runtime.write_start_marker(session, {**info, "vault": str(root)})
+    if SERVED.get() is None:
+        runtime.write_start_marker(session, {**info, "vault": str(root)})
+    else:  # the same marker, written (and the `.reflected` one removed) by the hook process
+        _write_json(*runtime.start_marker(session, {**info, "vault": str(root)}))
+        _remove(runtime.marker(session, "reflected"))
     recall = settings["recall"]
     entries = inject.always_load(root, folder, _index_file(root, folder, settings), recall["always_load_max"])
     context, shown = inject.always_load_context(entries, recall["always_load_chars"])
     # After /clear or compaction the earlier injections are gone from the context: recall may repeat them.
     kept = runtime.injected(session)["recalled"] if source == "resume" else []
-    runtime.save_injected(session, {"always": shown, "recalled": kept})
+    _save_injected(session, {"always": shown, "recalled": kept})
     record.update(injected=[{"path": p} for p in shown], always_load=len(entries))
     cwd = info["cwd"]
     _background("start", *([f"--project={cwd}"] if cwd and Path(cwd).is_absolute() else []))
@@ -292,7 +300,7 @@ def _since_last_session(root: Path, folder: str, transparency: str) -> list[str]
     mark = runtime.read_json(mark_file)
     counts, reached, page = changelog.since(root / folder, mark if isinstance(mark, dict) else None)
     if reached != mark:
-        runtime.write_json(mark_file, reached)
+        _write_json(mark_file, reached)
     said = changelog.summary(counts)
     if transparency != "notify" or not said or not page:
         return []
@@ -348,13 +356,27 @@ def user_prompt_submit(payload: dict[str, Any], settings: dict[str, Any], record
 
 
 def _save_injected(session: str, data: dict[str, list[str]]) -> None:
+    _write_json(runtime.injected_file(session), data)
+
+
+def _write_json(path: Path, data: Any) -> None:
+    """`runtime.write_json`, or, for the warm service, left to the hook process once it has the answer."""
     served = SERVED.get()
     if served is None:
-        runtime.save_injected(session, data)
-    else:  # the hook process writes it, once it has the answer
-        file = runtime.injected_file(session)
-        paths.ensure_private_dir(file.parent)
-        served.writes.append((str(file), json.dumps(data)))
+        runtime.write_json(path, data)
+    else:
+        paths.ensure_private_dir(path.parent)
+        served.writes.append((str(path), json.dumps(data, ensure_ascii=False)))
+
+
+def _remove(path: Path) -> None:
+    """Remove a state file (gone already is fine), or leave it to the hook process as `_write_json` does."""
+    served = SERVED.get()
+    if served is not None:
+        served.removes.append(str(path))
+        return
+    with contextlib.suppress(OSError):
+        path.unlink()
 
 
 def _logged(hit: Mapping[str, Any]) -> dict[str, Any]:
@@ -500,11 +522,15 @@ def _schedule_reflection(payload: dict[str, Any], settings: dict[str, Any], *, f
 
 
 def _background(*args: str) -> None:
+    served = SERVED.get()
+    if served is not None:  # the hook process starts it, once it has the answer (`hooks.fast.start_job`)
+        served.jobs.append(list(args))
+        return
     from memvault import procs
 
     package_parent = str(Path(__file__).resolve().parents[2])  # the plugin route runs without an install
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (package_parent, os.environ.get("PYTHONPATH")) if p)}
-    procs.spawn([sys.executable, "-m", "memvault.hooks.jobs", *args], paths.state_dir() / "hookjobs.log", env=env)
+    procs.spawn([sys.executable, "-m", JOBS, *args], paths.state_dir() / JOB_LOG, env=env)
 
 
 HANDLERS: dict[str, Callable[[dict[str, Any], dict[str, Any], dict[str, Any]], Output | None]] = {

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 OP = "prompt_hook"
+JOBS = "memvault.hooks.jobs"  # as `events.JOBS`: the background jobs the service leaves to this process to start
 SOCKET_NAME, INFO_NAME = "embed.sock", "service.json"  # as recall.client names them
 MAX_PAYLOAD = 8 * 1024 * 1024  # bytes of the event JSON read from stdin (here and by `events.read_payload`)
 MAX_REPLY = 4 * 1024 * 1024
@@ -90,6 +91,13 @@ def hand_over(event: str, host: str | None = None) -> tuple[bytes, str] | None:
         answered_ms = round((time.monotonic() - proctime.started()[0]) * 1000, 1)  # the rest is writing and printing
         for path, text in reply["writes"]:  # before printing: if one fails, the full hook runs instead
             userfiles.replace(path, text)
+        for path in reply["removes"]:
+            try:  # noqa: SIM105 - contextlib costs this process 5 ms of imports
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+        for args in reply["jobs"]:
+            start_job(args, reply["job_log"])
     except TimeoutError:  # the socket's own timeout or a deadline here
         return raw, "the service did not answer in time"
     except Exception as exc:  # anything unexpected: the full hook runs, as it would without the service
@@ -147,7 +155,43 @@ def _ask(event: str, host: str | None, raw: bytes) -> dict[str, Any] | str:
         return "the service's answer is malformed"
     if not all(isinstance(w, list) and len(w) == 2 and all(isinstance(x, str) for x in w) for w in writes):
         return "the service's answer is malformed"
+    reply.setdefault("removes", [])  # a service of the protocol before answers prompts only, with writes only
+    reply.setdefault("jobs", [])
+    if not (_strings(reply["removes"]) and isinstance(reply["jobs"], list) and all(_strings(j) for j in reply["jobs"])):
+        return "the service's answer is malformed"
+    if reply["jobs"] and not isinstance(reply.get("job_log"), str):
+        return "the service's answer is malformed"
     return reply
+
+
+def _strings(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(x, str) for x in value)
+
+
+def start_job(args: list[str], log: str) -> None:
+    """`python -m memvault.hooks.jobs ARGS` in its own session, detached, as `procs.spawn` starts it for the full hook:
+    this interpreter, this environment (with memvault's folder on PYTHONPATH), stdin and stdout closed, stderr
+    appended to `log` (the service made it), the log's folder as working directory. With os.fork: `subprocess`
+    costs this process 10 ms of imports. POSIX only, as this module's short way is."""
+    package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
+    command = [sys.executable, "-m", JOBS, *args]
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if os.fork() != 0:
+        return
+    try:  # the child: nothing here may return into the hook's code
+        os.setsid()
+        os.chdir(os.path.dirname(log))
+        null = os.open(os.devnull, os.O_RDWR)
+        err = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        os.dup2(null, 0)
+        os.dup2(null, 1)
+        os.dup2(err, 2)
+        os.execve(command[0], command, env)  # noqa: S606 - this interpreter, a fixed module, memvault's own arguments
+    finally:
+        os._exit(127)
 
 
 def _refused(reply: object) -> str:

@@ -3,9 +3,11 @@
 `python -m memvault.hooks.served [--model M] [--idle-minutes N]` is what `client.start()` and `memvault
 serve` run. The `prompt_hook` op answers `hooks.fast`: it runs the event exactly as `events.main`
 would in the hook process (the hook's settings overrides, same recall, same output), with the
-service's own recall instead of a socket round trip, and hands back what the hook process prints and
-the files it writes. The hook process writes them only once the answer has reached it in time, so a
-late answer changes nothing and the full hook can still run.
+service's own recall instead of a socket round trip, and hands back what the hook process prints,
+the files it writes and removes, and the background jobs it starts. The hook process does those only
+once the answer has reached it in time, so a late answer changes nothing and the full hook can still run.
+Claude Code's prompt, session start, stop, session end and idle notification come this way; the other
+hosts' prompts too.
 """
 
 from __future__ import annotations
@@ -15,13 +17,16 @@ import sys
 import time
 from typing import Any
 
-from memvault import config, runtime
+from memvault import config, paths, procs, runtime
 from memvault.recall import service
 
 from . import adapters, events, fast
 
 OP = "prompt_hook"
-PROMPT = "UserPromptSubmit"  # the one event on every prompt; the others are not worth a second way
+PROMPT = "UserPromptSubmit"
+# Claude Code's events the service runs for a hook process (`hooks._launch.FAST_EVENTS`); the other hosts' prompts
+EVENTS = (PROMPT, "SessionStart", "Stop", "SessionEnd", "Notification")
+OTHER_BUDGET_MS = 1000.0  # how long a hook process waits for any event but the prompt (which has its own budget)
 MAX_AGE_S = 60.0  # a hook process older than this is not one the service should answer for
 
 
@@ -33,8 +38,8 @@ def prompt_hook(call: service.Call) -> dict[str, Any]:
     host = request.get("host")  # Codex CLI or Gemini CLI; none for Claude Code
     if not (isinstance(event, str) and isinstance(text, str) and isinstance(started, (int, float))):
         return {"ok": False, "error": "prompt_hook needs event, payload and started"}
-    if (adapters.core_event(host, event) if isinstance(host, str) else event) != PROMPT:
-        return {"ok": False, "error": f"prompt_hook runs prompt events only, not {event!r}"}
+    if (adapters.core_event(host, event) != PROMPT) if isinstance(host, str) else event not in EVENTS:
+        return {"ok": False, "error": f"prompt_hook does not run {event!r}"}
     environ = request.get("env")
     if not (isinstance(environ, dict) and all(isinstance(v, str) for v in environ.values())):
         return {"ok": False, "error": "prompt_hook needs env"}
@@ -44,7 +49,7 @@ def prompt_hook(call: service.Call) -> dict[str, Any]:
     if not 0 <= age < MAX_AGE_S:  # the two processes share the monotonic clock; anything else is not a hook's start
         return {"ok": False, "error": "started is not this machine's recent monotonic time"}
     settings = runtime.settings(environ)  # the hook's overrides applied; a bad config raises: the hook reports it
-    budget = settings["recall"]["prompt_budget_ms"]
+    budget = settings["recall"]["prompt_budget_ms"] if isinstance(host, str) or event == PROMPT else OTHER_BUDGET_MS
     call.tell({"ok": True, "wait_ms": max(0.0, budget - age * 1000)})  # how long the hook process should wait
     served = events.Served(float(started), call.recall, settings)
     token = events.SERVED.set(served)
@@ -56,6 +61,9 @@ def prompt_hook(call: service.Call) -> dict[str, Any]:
             output, record = events.respond(event, payload)
     finally:
         events.SERVED.reset(token)
+    job_log = paths.state_dir() / events.JOB_LOG
+    if served.jobs:
+        procs.prepare_log(job_log)  # made (or rotated) here: the hook process only appends to it
     record["served"] = True
     # the hook process's start to this op's (interpreter, imports, the socket, the queue), and this op's own time
     record["service_ms"] = {"reached": round((entered - float(started)) * 1000, 1),
@@ -64,6 +72,9 @@ def prompt_hook(call: service.Call) -> dict[str, Any]:
         "ok": True,
         "stdout": json.dumps(output) + "\n" if output is not None else "",
         "writes": served.writes,
+        "removes": served.removes,
+        "jobs": served.jobs,
+        "job_log": str(job_log),
         "log": str(runtime.log_file()),
         "record": {"ts": runtime.now_iso(), **record},
     }

@@ -25,7 +25,7 @@ LOCK_NAME = "service.lock"
 LOG_NAME = "service.log"
 # What a request may hold (its ops and recall options): raised when that changes, so a service started by an older
 # memvault, which would refuse the new options, is replaced at the next session start (`vault.indexing.ensure_service`).
-PROTOCOL = 2
+PROTOCOL = 3
 MAX_TEXTS = 256  # per request; longer lists are sent as several requests
 MAX_REPLY = 32 * 1024 * 1024
 LOOPBACK = "127.0.0.1"

@@ -1,0 +1,101 @@
+"""With the warm service up, session start, stop, session end and idle take the prompt's short way (`hooks.fast`).
+
+The service runs the event as the hook would; the hook process writes and removes the session's files and starts
+the background job only once the answer has reached it. Real hook subprocesses, a real service, real jobs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from memvault import runtime
+
+from .conftest import configure
+from .test_hooks import context_of, conversation, jobs, log_records, payload, run_hook, run_hook_loading, wait_for
+
+FAST_WAY = ["memvault", "memvault.hooks", "memvault.hooks.fast", "memvault.proctime", "memvault.userfiles"]
+
+
+@pytest.fixture
+def served_vault(vault_dir: Path, memvault_home: Path):
+    """The example vault, embedded through a running warm service (stopped at the end)."""
+    pytest.importorskip("sentence_transformers")
+    from memvault import open_vault
+    from memvault.recall import client
+
+    configure(memvault_home, f"vault:\n  root: {vault_dir}\n")
+    assert client.start("default", idle_minutes=5)
+    try:
+        assert client.wait_ready(120) is not None, "the embedding service did not start"
+        assert open_vault(vault_dir).reindex(vectors="service").pending == 0
+        yield vault_dir
+    finally:
+        client.stop()
+
+
+def test_session_start_is_served_and_the_hook_process_writes_what_it_answers(served_vault: Path) -> None:
+    start = payload("SessionStart", session="s-1", source="startup", transcript_path="/tmp/t/s-1.jsonl")
+    runtime.write_json(runtime.marker("s-1", "reflected"), {"session_id": "s-1"})  # a session started again
+    served, loaded = run_hook_loading("session_start", start, ("memvault", "platformdirs", "site", "subprocess"))
+    assert loaded == FAST_WAY, loaded  # no hook, recall or secret-scanner code, no `site`, no `subprocess`
+    record = log_records("SessionStart")[-1]
+    assert record["served"] is True and record["result"] == "success", record
+    context = context_of(served, "SessionStart")
+    assert "Core dev flow" in context and "_always-load/dev-flow.md" in context
+    marker = runtime.read_json(runtime.marker("s-1", "start"))
+    assert marker["transcript_path"] == "/tmp/t/s-1.jsonl" and marker["vault"] == str(served_vault.resolve())
+    assert not runtime.marker("s-1", "reflected").exists()
+    assert runtime.injected("s-1")["always"] == [e["path"] for e in record["injected"]]
+    wait_for(lambda: len(jobs("start")) == 1)  # the session's job, started by the hook process
+
+    # The same event run by the hook itself (no service to hand it to) says the same.
+    from memvault.recall import client
+
+    client.stop()
+    alone = run_hook("session_start", {**start, "session_id": "s-2"})
+    assert json.loads(alone.stdout) == json.loads(served.stdout)
+    assert "served" not in log_records("SessionStart")[-1]
+
+
+def test_stop_and_session_end_are_served_and_their_reflection_runs(served_vault: Path, tmp_path: Path) -> None:
+    transcript = conversation(tmp_path / "s.jsonl", "ended")
+    event = {"session_id": "ended", "transcript_path": str(transcript)}
+    run_hook("session_start", payload("SessionStart", source="startup", **event))
+    stopped, loaded = run_hook_loading("stop", payload("Stop", **event), ("memvault", "site", "subprocess"))
+    assert stopped.returncode == 0 and stopped.stdout == "" and loaded == FAST_WAY, loaded
+    record = log_records("Stop")[-1]
+    assert record["served"] is True and record["scheduled"] == "reflect", record
+    wait_for(lambda: len(jobs("reflect")) == 1)
+    ended = run_hook("session_end", payload("SessionEnd", reason="prompt_input_exit", **event))
+    assert ended.returncode == 0 and log_records("SessionEnd")[-1]["served"] is True
+    wait_for(lambda: runtime.marker("ended", "reflected").exists())
+    idle = run_hook("idle", payload("Notification", notification_type="idle_prompt", **event))
+    assert idle.returncode == 0 and log_records("Notification")[-1]["served"] is True
+    wait_for(lambda: len(jobs("idle")) == 1)
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="needs SIGSTOP to wedge the service")
+def test_a_wedged_service_changes_nothing_and_the_hook_does_the_work_once(served_vault: Path) -> None:
+    from memvault.recall import client
+
+    pid = client.read_info()["pid"]
+    os.kill(pid, signal.SIGSTOP)  # takes the connection (the kernel queues it) but never answers
+    try:
+        started = time.monotonic()
+        result = run_hook("session_start", payload("SessionStart", session="s-w", source="startup"))
+        wall = time.monotonic() - started
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert "Core dev flow" in context_of(result, "SessionStart")
+    record = log_records("SessionStart")[-1]
+    assert record["not_served"] == "the service did not answer in time" and "served" not in record, record
+    assert wall < 10, wall
+    wait_for(lambda: len(jobs("start")) >= 1)
+    time.sleep(1.0)  # the service, resumed, answers the dropped request: that answer must start nothing more
+    assert len(jobs("start")) == 1 and len(log_records("SessionStart")) == 1
