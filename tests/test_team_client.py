@@ -55,12 +55,12 @@ def test_the_envelope_refuses_private_notes_and_secrets_and_keeps_spans_paths_an
     mixed = "MemoryVault/default/domain/mixed.md"
     (vault_dir / mixed).write_text(
         "---\nkind: domain\nprotected: true\nsource: manual\ngroup: default\nalways_load: true\n"
-        "supersedes: MemoryVault/default/_archive/old.md\nevidence: ['seen in /home/zoltan/work/api']\n---\n"
-        "# Run the API tests\n\nRun `pytest` from /home/zoltan/work/api/tests as zoltan does.\n"
+        "supersedes: MemoryVault/default/_archive/old.md\nevidence: ['seen in /home/zoltan/src/api']\n---\n"
+        "# Run the API tests\n\nRun `pytest` from /home/zoltan/src/api/tests as zoltan does.\n"
         "<private>the staging box is 10.1.2.3</private>\n"
     )
     out = envelope.prepare(vault, mixed, scope="team", team="backend")
-    assert "zoltan" not in out.body + json.dumps(out.frontmatter) and "~/work/api/tests" in out.body
+    assert "zoltan" not in out.body + json.dumps(out.frontmatter) and "~/src/api/tests" in out.body
     assert "10.1.2.3" not in out.body and "staging" not in out.body
     assert out.frontmatter["protected"] is True and out.frontmatter["source"] == "manual"
     assert not {"group", "always_load", "supersedes"} & set(out.frontmatter)
