@@ -265,7 +265,7 @@ def test_a_pulled_entry_brings_its_vector_when_the_model_matches_and_nothing_is_
                 f"MemoryVault/default/workflow/{slug}.md", CONVENTION.replace("alembic", f"alembic {slug}")
             )
             out = envelope.prepare(open_vault(alice.vault), rel, scope="team", team="backend")
-            text = mirror.embed_text(mirror.render(push._as_row(out)), out.slug)  # what bob's index will embed
+            text = mirror.embed_text(mirror.render(push.as_row(out)), out.slug)  # what bob's index will embed
             assert text is not None
             raw = [rng.gauss(0, 1) for _ in range(384)]
             vector = [x / sum(v * v for v in raw) ** 0.5 for x in raw]

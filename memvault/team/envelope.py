@@ -114,7 +114,7 @@ def prepare(
     body = clean(note.body)
     if not body.strip():
         raise TeamError(f"{nf.path}: nothing left to publish once private spans are removed", code="usage")
-    meta = {k: _plain(note.meta[k], clean) for k in TRAVELS if k in note.meta and note.meta[k] is not None}
+    meta = {k: plain(note.meta[k], clean) for k in TRAVELS if k in note.meta and note.meta[k] is not None}
     title = clean(notes.title_of(note, Path(nf.path).stem))
     kind = str(meta.get("kind") or "domain")
     if kind not in KINDS:
@@ -138,16 +138,16 @@ def prepare(
     )
 
 
-def _plain(value: Any, clean: Any) -> Any:
+def plain(value: Any, clean: Any) -> Any:
     """A frontmatter value as JSON (dates as ISO text), every string through `clean`."""
     if isinstance(value, str):
         return clean(value)
     if isinstance(value, (dt.date, dt.datetime)):
         return value.isoformat()
     if isinstance(value, (list, tuple)):
-        return [_plain(v, clean) for v in value]
+        return [plain(v, clean) for v in value]
     if isinstance(value, dict):
-        return {str(k): _plain(v, clean) for k, v in value.items()}
+        return {str(k): plain(v, clean) for k, v in value.items()}
     if value is None or isinstance(value, (bool, int, float)):
         return value
     return clean(str(value))

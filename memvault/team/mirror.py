@@ -66,7 +66,7 @@ def place(vault: Vault, scope: str, team: str | None, slug: str) -> tuple[str, s
 
 def local_hash(note: notes.Note) -> str:
     """The hash of what a mirror note says now (its body and travelling keys), as `envelope.content_hash`."""
-    meta = {k: envelope._plain(note.meta[k], str) for k in envelope.TRAVELS if note.meta.get(k) is not None}
+    meta = {k: envelope.plain(note.meta[k], str) for k in envelope.TRAVELS if note.meta.get(k) is not None}
     return envelope.content_hash(note.body, meta)
 
 
@@ -91,7 +91,7 @@ def render(row: Any) -> str:
         origin["team_supersedes"] = str(row.supersedes)
     # The hash of what the file will say: JSON values read back from the YAML as written (checked below, and by
     # the tests: a file just pulled never counts as edited).
-    origin["team_hash"] = envelope.content_hash(body, {k: envelope._plain(v, str) for k, v in fm.items()})
+    origin["team_hash"] = envelope.content_hash(body, {k: envelope.plain(v, str) for k, v in fm.items()})
     text = notes.dump(notes.new_note(model.ordered({**fm, **origin}), body))
     if local_hash(notes.parse(text)) != origin["team_hash"]:  # a value YAML reads back otherwise: hash what it reads
         origin["team_hash"] = local_hash(notes.parse(text))

@@ -65,7 +65,7 @@ def to_entry(out: envelope.Outgoing) -> server.EntryIn:
 def with_vector(vault: Vault, out: envelope.Outgoing) -> envelope.Outgoing:
     """Add the vector of the text the mirror's index will embed, when the warm service runs and it is one chunk."""
     stem = Path(out.slug).name
-    text = mirror.embed_text(mirror.render(_as_row(out)), stem)
+    text = mirror.embed_text(mirror.render(as_row(out)), stem)
     if text is None:
         return out
     embedder = indexing.service_embedder(vault.config)
@@ -227,7 +227,7 @@ def _keep_both(vault: Vault, rel: str, out: envelope.Outgoing, current: Any) -> 
     return rel, copy
 
 
-def _as_row(out: envelope.Outgoing) -> Any:
+def as_row(out: envelope.Outgoing) -> Any:
     """An Outgoing seen as the row the server will hand back (for rendering its mirror note ahead of time)."""
     return _Row(out)
 
