@@ -138,19 +138,26 @@ def test_server_absent_publish_waits_in_the_outbox_and_the_session_start_says_wh
     assert status["last_error"] is None and status["queued"] == 0 and status["mirrored"] == 1
 
 
-def test_the_prompt_hook_never_loads_team_code_even_with_team_memory_configured(team: TeamDb, tmp_path: Path) -> None:
+@pytest.mark.parametrize("hook", ["session_start", "user_prompt_submit"])
+def test_the_hooks_never_load_team_code_even_with_team_memory_configured(
+    team: TeamDb, tmp_path: Path, hook: str
+) -> None:
     alice = add_member(team, tmp_path, "alice", ["backend"])
     probe = (
         "import sys, runpy\n"
-        f"sys.argv = [{str(HOOKS / 'user_prompt_submit.py')!r}]\n"
+        f"sys.argv = [{str(HOOKS / f'{hook}.py')!r}]\n"
         "try:\n    runpy.run_path(sys.argv[0], run_name='__main__')\nexcept SystemExit:\n    pass\n"
         "print(sorted(m for m in sys.modules if m.startswith(('memvault.team', 'psycopg'))), file=sys.stderr)\n"
     )
+    payload = {
+        **prompt_payload(alice, PROMPT),
+        "hook_event_name": "SessionStart" if hook == "session_start" else "UserPromptSubmit",
+    }
     result = subprocess.run(
-        [sys.executable, "-c", probe], input=json.dumps(prompt_payload(alice, PROMPT)), env=alice.env,
+        [sys.executable, "-c", probe], input=json.dumps(payload), env=alice.env,
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
-    assert result.returncode == 0 and result.stderr.strip().splitlines()[-1] == "[]"
+    assert result.returncode == 0 and result.stderr.strip().splitlines()[-1] == "[]"  # the pull is the job's, detached
 
 
 def test_a_secret_or_a_private_note_never_reaches_the_database(team: TeamDb, tmp_path: Path) -> None:
