@@ -348,3 +348,35 @@ def test_the_table_lists_the_best_twenty(vault, tmp_path: Path, monkeypatch: pyt
     )
     listed = json.loads(run(vault.root, "discover", "--project", str(tmp_path), "--repo", str(repo), "--json").output)
     assert len(listed["candidates"]) == 26 and listed["candidates"][0]["slug"] == "flaky-triage"
+
+
+def test_with_the_embedding_service_a_paraphrase_of_an_indexed_skill_is_left_out(
+    tmp_path: Path, memvault_home: Path
+) -> None:
+    """The same-meaning check runs only when recall had vectors: here through the real warm service."""
+    pytest.importorskip("sentence_transformers")
+    configure(memvault_home, "embedding:\n  warm_service: true\n")
+    root = tmp_path / "small"
+    note = root / "MemoryVault" / "personal-private" / "workflow" / "staging-rollout.md"
+    note.parent.mkdir(parents=True)
+    note.write_text("# Staging rollout\n\nWe roll branches out to staging with blue-green and watch the health "
+                    "checks before production.\n", encoding="utf-8")  # fmt: skip
+    claude = tmp_path / "claude"
+    said = "Deploy the current branch to staging with the blue-green script and watch the health checks."
+    skill(claude / "skills", "deploy", simple("deploy", said))
+    vault = open_vault(root)
+    skills_index.index_skills(vault, claude_dir=claude, project=tmp_path)
+    vault.reindex(wait=120)
+    paraphrase = "Ship this branch to the staging environment using blue/green deployment, then monitor health checks."
+    unrelated = "Suggest watercolour pigment palettes for botanical paintings from a photograph of the flowers."
+    agents = tmp_path / "agents"
+    skill(agents / "skills", "ship", simple("ship", paraphrase))
+    skill(agents / "skills", "watercolor-palette", simple("watercolor-palette", unrelated))
+    other = "Deploy the main branch to production with canary releases and an automatic rollback."
+    skill(agents / "skills", "canary", simple("canary", other))  # the same field, another skill
+    patterns = sources.local(Places(claude / "none", tmp_path / "x", tmp_path / "y", agents, tmp_path)).patterns
+    evaluation = candidates.evaluate(vault, patterns, wait_service=120)
+    assert [(h["name"], h["why"].split(" (")[0]) for h in evaluation.had] == [("ship", "a skill you have")]
+    assert "cosine" in evaluation.had[0]["why"] and evaluation.had[0]["entry"].endswith("personal-skills/deploy.md")
+    assert sorted(c.slug for c in evaluation.candidates) == ["canary", "watercolor-palette"]
+    assert {c.mode for c in evaluation.candidates} <= {"hybrid", "vector"}

@@ -1,9 +1,10 @@
 """Discovered patterns compared with what the user already has, and scored for fit with what they actually do.
 
 Already had: a pattern is left out when the skills index (`personal-skills/`) holds the same skill (same file,
-same bytes, same name, or a description that says the same: most of its search terms, or a cosine of at least
-`SAME_COSINE` by recall), when Claude Code loads it already (the index's own sources, indexed or not yet), or
-when the watchlist already holds it (waiting, dismissed, or approved into `personal-skills/`).
+same bytes, same name, or a description that says the same: most of its search terms, or half of them and a
+cosine of at least `SAME_COSINE` by recall), when Claude Code loads it already (the index's own sources,
+indexed or not yet), or when the watchlist already holds it (waiting, dismissed, or approved into
+`personal-skills/`).
 
 Fit: the pattern's name, description and headings are recalled against the vault, with the relevance floor the
 hooks use, so only notes a prompt with those words would bring up count. Skill entries, the watchlist and the
@@ -33,7 +34,13 @@ SKILLS = "personal-skills"
 WATCHLIST = "_skill-watchlist"
 CITED = 5  # notes cited per candidate
 SAME_TERMS = 0.8  # share of a description's search terms found in a skill entry that makes it the same skill
-SAME_COSINE = 0.85  # all-MiniLM-L6-v2 cosine between a description and a skill entry that makes it the same skill
+# By meaning (with the embedding service): an all-MiniLM-L6-v2 cosine (adapted query) of at least SAME_COSINE
+# between a description and a skill entry's best chunk, and at least SAME_SHARE of its search terms in the entry.
+# Paraphrases of an indexed skill's description scored 0.52-0.69 against its entry (0.42-0.60 of their terms in
+# it), another skill entry 0.23-0.33: a cosine alone would also take a different skill of the same field
+# ("deploy to production with canaries") for the one the user has.
+SAME_COSINE = 0.5
+SAME_SHARE = 0.5
 SESSION_WEIGHT = 1.5  # a note reflection wrote from a session
 RECALLED_FULL = 10  # a note the hooks recalled this many times or more weighs twice as much
 _NOT_CITED_AREAS = (WATCHLIST, "_archive", "_inbox", "_review")
@@ -158,8 +165,15 @@ def same_meaning(vault: Vault, pattern: Pattern, *, wait_service: float = 0.0) -
         return None
     result = vault.recall(pattern.description, k=3, group=SKILLS, wait_service=wait_service)
     for hit in result.hits:
-        if hit.cosine is not None and hit.cosine >= SAME_COSINE:
-            return (f"a skill you have (cosine {hit.cosine:.2f})", hit.path)
+        if hit.cosine is None or hit.cosine < SAME_COSINE:
+            continue
+        try:
+            said = vault.read(hit.path).note.body
+        except MemvaultError:
+            continue
+        share = likeness.term_share(pattern.description, said)
+        if share >= SAME_SHARE:
+            return (f"a skill you have (cosine {hit.cosine:.2f}, {share:.0%} of its words)", hit.path)
     return None
 
 
