@@ -184,3 +184,12 @@ def test_eight_members_publish_pull_and_edit_at_once(team: TeamDb, tmp_path: Pat
         [copy] = (m.vault / "MemoryVault").glob("*/_review/team-conflict-*.md")
         assert f"Edited by {m.name}." in copy.read_text()
         assert f"Edited by {winners[0].name}." in (m.vault / shared).read_text()
+
+
+def test_two_pulls_of_one_vault_at_once_write_each_entry_once(team: TeamDb, tmp_path: Path) -> None:
+    alice = add_member(team, tmp_path, "alice", ["backend"])
+    bob = add_member(team, tmp_path, "bob", ["backend"])
+    publish_many(team, alice, 600, prefix="rule")
+    procs = [bob.popen("team", "pull") for _ in range(2)]  # two sessions starting together, say
+    assert [p.wait(timeout=300) for p in procs] == [0, 0], [p.communicate() for p in procs]
+    assert set(bob.mirror()) == {f"MemoryVault/team/backend/rule-{n}.md" for n in range(600)}

@@ -18,6 +18,7 @@ from memvault.team.outbox import TeamState
 from .group import State, cli, err, json_option, out, pass_state, print_json
 
 CONNECT_S = 5.0  # a person waits this long for the server before their publish is queued
+PULL_WAIT_S = 600.0  # a pull waits this long for another one of the same vault (a session start's) to finish
 
 
 @cli.group()
@@ -166,12 +167,14 @@ def pull(state: State, as_json: bool) -> None:
         raise MemvaultError(f"cannot reach the team's server: {_line(exc)}", code="team-offline") from None
     try:
         with _talking("the pull"):
-            report = mirror.pull(vault, conn, tstate, mirror=vault.config.team.mirror)
+            report = mirror.pull(vault, conn, tstate, mirror=vault.config.team.mirror, wait_s=PULL_WAIT_S)
     finally:
         conn.close()
     if as_json:
         print_json({**dataclasses.asdict(report), "sent": sent.sent, "queued": sent.queued})
         return
+    if report.busy:
+        raise MemvaultError("another pull of this vault is still running; try again when it ends", code="busy")
     out.print(
         f"pulled {report.changes} change(s): {len(report.written)} written, {len(report.removed)} removed, "
         f"{report.vectors} vector(s) imported; cursor {report.cursor}"

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memvault import fault
+from memvault import fault, paths
 from memvault.errors import MemvaultError
 from memvault.index import chunking, embed
 from memvault.index import db as index_db
@@ -52,6 +52,7 @@ class PullReport:
     vectors: int = 0  # vectors imported
     cursor: int = 0
     changes: int = 0
+    busy: bool = False  # another pull of this vault was running: this one did nothing
 
 
 def folder(vault: Vault) -> str:
@@ -140,9 +141,30 @@ def pull(
     mirror: str = "all",
     limit: int = 500,
     deadline: float | None = None,
+    wait_s: float = 0.0,
     changes_since: Callable[..., tuple[list[Any], int]] | None = None,
 ) -> PullReport:
-    """Bring the mirror up to date from the cursor kept in `state`; records the pull (or its error) there."""
+    """Bring the mirror up to date from the cursor kept in `state`; records the pull (or its error) there.
+
+    One pull of a vault at a time (a lock in the state folder, waited for `wait_s` seconds): two sessions starting
+    together must not both create an entry's file. A pull that did not get the lock does nothing (`busy`).
+    """
+    paths.ensure_private_dir(state.dir)
+    with disk.try_lock(state.dir / "pull.lock", wait_s) as mine:
+        if not mine:
+            return PullReport(cursor=int(state.pull_state().get("cursor") or 0), busy=True)
+        return _pull(vault, conn, state, mirror, limit, deadline, changes_since)
+
+
+def _pull(
+    vault: Vault,
+    conn: Any,
+    state: TeamState,
+    mirror: str,
+    limit: int,
+    deadline: float | None,
+    changes_since: Callable[..., tuple[list[Any], int]] | None,
+) -> PullReport:
     if changes_since is None:
         from . import server
 

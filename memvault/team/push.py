@@ -183,7 +183,7 @@ def push(vault: Vault, state: TeamState, connect: Any, *, mirror_mode: str = "al
         except Exception:
             return result  # the next pull brings them
         try:
-            mirror.pull(vault, conn, state, mirror=mirror_mode)
+            mirror.pull(vault, conn, state, mirror=mirror_mode, wait_s=60.0)
         except Exception as exc:
             result.error = _reason(exc)
         finally:

@@ -107,6 +107,8 @@ def session_sync(vault: Vault, *, timeout_s: float = SESSION_CONNECT_S) -> dict[
             report = mirror.pull(vault, conn, state, mirror=vault.config.team.mirror)  # type: ignore[attr-defined]
         finally:
             conn.close()
+        if report.busy:
+            return {"team": "busy: another pull of this vault runs", "team_sent": len(sent.sent)}
         return {"team": "pulled", "team_changes": report.changes, "team_sent": len(sent.sent)}
     except Exception as exc:
         return {"team": "error", "team_reason": f"{type(exc).__name__}: {_first_line(exc)}"[:300]}
