@@ -146,6 +146,20 @@ def test_a_fitting_candidate_ranks_above_an_unrelated_one(vault, places: Places)
     assert all("/personal-skills/" not in c.path for c in flaky.cited)
 
 
+def test_one_note_on_the_subject_is_enough_to_fit(tmp_path: Path, places: Places) -> None:
+    """The fit reads each note's own relevance, not its fusion score (relative to the other hits: 0 for a lone hit),
+    and keyword-only a note sharing enough of the description's words counts under the prompt-made floor."""
+    root = tmp_path / "one-note"
+    (root / "Notes").mkdir(parents=True)
+    (root / "Notes" / "flaky.md").write_text("# Flaky tests\n\nWe bisect flaky pytest tests by test order and rerun "
+                                             "failures.\n", encoding="utf-8")  # fmt: skip
+    skill(places.agents / "skills", "flaky-triage", FLAKY)
+    skill(places.agents / "skills", "watercolor-palette", WATERCOLOR)
+    flaky, watercolor = candidates.evaluate(open_vault(root), sources.local(places).patterns).candidates
+    assert [c.path for c in flaky.cited] == ["Notes/flaky.md"] and flaky.fit > 0
+    assert watercolor.cited == [] and watercolor.fit == 0
+
+
 def test_a_note_written_from_a_session_weighs_more(vault, places: Places) -> None:
     skill(places.agents / "skills", "flaky-triage", FLAKY)
     pattern = sources.local(places).patterns[0]

@@ -6,10 +6,12 @@ cosine of at least `SAME_COSINE` by recall), when Claude Code loads it already (
 indexed or not yet), or when the watchlist already holds it (waiting, dismissed, or approved into
 `personal-skills/`).
 
-Fit: the pattern's name, description and headings are recalled against the vault, with the relevance floor the
-hooks use, so only notes a prompt with those words would bring up count. Skill entries, the watchlist and the
-archive are left out (they say what the user has, not what they do). The fit is the sum of the recall scores of
-the best `CITED` notes, each weighed by what the user's sessions did with it: ×1.5 when reflection wrote it from
+Fit: the pattern's name and description are recalled against the vault, with the relevance floor the hooks
+use, so only notes a prompt with those words would bring up count. Skill entries, the watchlist and the archive
+are left out (they say what the user has, not what they do). The fit is the sum, over the best `CITED` notes,
+of the relevance the floor compares (the cosine plus a weighted keyword coverage; the coverage alone without the
+embedding service, when a note sharing `KEYWORD_SHARED` of the search terms counts even under the floor), each
+weighed by what the user's sessions did with it: ×1.5 when reflection wrote it from
 a session, and ×(1 + n/10), at most ×2, when the hooks gave it to n of their sessions' prompts (the recall counts
 `health` reports). A pattern no note of the user's is about scores 0 and is never proposed on its own.
 """
@@ -42,6 +44,11 @@ SAME_TERMS = 0.8  # share of a description's search terms found in a skill entry
 SAME_COSINE = 0.5
 SAME_SHARE = 0.5
 SESSION_WEIGHT = 1.5  # a note reflection wrote from a session
+# Without the embedding service the floor is keyword coverage, weighted toward rare words, and made for prompts:
+# a description's words the vault never uses sink it (a note sharing 8 of a description's 14 search terms had
+# 0.22 < 0.46). A note among the top hits sharing at least this many of its search terms counts too, unless it is
+# one that needs a stated reason to be recalled at all (the idea ledger, a daily note: `recall.eligible`).
+KEYWORD_SHARED = 4
 RECALLED_FULL = 10  # a note the hooks recalled this many times or more weighs twice as much
 _NOT_CITED_AREAS = (WATCHLIST, "_archive", "_inbox", "_review")
 
@@ -178,7 +185,9 @@ def same_meaning(vault: Vault, pattern: Pattern, *, wait_service: float = 0.0) -
 
 
 def query_of(pattern: Pattern) -> str:
-    return " ".join([pattern.name.replace("-", " "), pattern.description, *pattern.titles])[:1_000]
+    """What recall is asked: the name and the description, about a prompt's length (the floor is made for those:
+    the section titles too would leave a short note on the subject under its keyword coverage)."""
+    return f"{pattern.name.replace('-', ' ')}: {pattern.description}"[:600]
 
 
 def score(
@@ -186,19 +195,26 @@ def score(
 ) -> Candidate:
     """The pattern's fit with the user's notes: see the module's docstring. `used`: `recalled(vault)`."""
     query = query_of(pattern)
-    wanted = chunking.query_terms(query, 400)
+    wanted = chunking.query_terms(" ".join([query, *pattern.titles]), 400)
     result = vault.recall(query, k=12, floor=True, wait_service=wait_service)
     used = recalled(vault) if used is None else used
     cited: list[Cited] = []
     total = 0.0
-    for hit in result.hits:
+    hits = result.hits
+    if result.mode == "keyword":  # see KEYWORD_SHARED
+        hits = sorted(
+            [*hits, *(h for h in result.dropped if h.shared_words >= KEYWORD_SHARED and not h.special)],
+            key=lambda h: h.rank,
+        )
+    for hit in hits:
         if hit.group == SKILLS or any(f"/{area}/" in hit.path for area in _NOT_CITED_AREAS):
             continue
         from_session, text = _note(vault, hit.path, f"{hit.title} {hit.snippet}")
         weight = (SESSION_WEIGHT if from_session else 1.0) * (1 + min(used.get(hit.path, 0), RECALLED_FULL) / 10)
         have = set(chunking.query_terms(text, 100_000))
-        cited.append(Cited(hit.path, hit.title, hit.score * weight, tuple(t for t in wanted if t in have)[:12]))
-        total += hit.score * weight
+        words = tuple(t for t in wanted if t in have)[:12]
+        cited.append(Cited(hit.path, hit.title, hit.probability * weight, words))
+        total += hit.probability * weight
         if len(cited) >= CITED:
             break
     return Candidate(pattern, total, cited, result.mode)
