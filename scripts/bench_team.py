@@ -25,7 +25,9 @@ import glob
 import json
 import random
 import re
+import signal
 import statistics
+import subprocess
 import sys
 import time
 import uuid
@@ -43,18 +45,42 @@ from tests.pg import PgServer, TeamDb, new_database, start_server  # noqa: E402 
 DATA = ROOT / "scripts" / "data"
 NOISE_VECTORS, NOISE_SD = 1000, 0.025
 SMALL_EVERY = 10  # one entry in ten is in team "small"
+WIKI_AT = "d38bcf2"  # the wiki's paragraphs as of this commit: the corpus (and the cached vectors) stay the same
 
 
 def corpus(limit: int) -> list[tuple[str, str]]:
-    """(title, body) of up to `limit` distinct real paragraphs, in a fixed order."""
+    """(title, body) of up to `limit` distinct real paragraphs, in a fixed order, from sources that do not change:
+    the wiki as of commit WIKI_AT, the example vault, the kepano vault and the transcripts in tests/data, the recall
+    training passages; a paragraph with a secret or a `<private>` span is left out."""
     found: dict[str, str] = {}
-    for pattern in ("wiki/**/*.md", "examples/vault/**/*.md", "tests/data/kepano-obsidian/**/*.md"):
+
+    def paragraphs(text: str, title: str) -> None:
+        for para in re.split(r"\n\s*\n", text):
+            flat = " ".join(para.split())
+            if 80 <= len(flat) <= 1500 and not flat.startswith(("|", "```", "---", "<")):
+                found.setdefault(flat, title)
+
+    listed = subprocess.run(["git", "-C", str(ROOT), "ls-tree", "-r", "--name-only", WIKI_AT, "wiki"],
+                            capture_output=True, text=True, check=False)  # fmt: skip
+    for name in sorted(n for n in listed.stdout.split() if n.endswith(".md")):
+        shown = subprocess.run(["git", "-C", str(ROOT), "show", f"{WIKI_AT}:{name}"], capture_output=True,
+                               text=True, check=False)  # fmt: skip
+        paragraphs(shown.stdout, Path(name).stem)
+    for pattern in ("examples/vault/**/*.md", "tests/data/kepano-obsidian/**/*.md"):
         for name in sorted(glob.glob(str(ROOT / pattern), recursive=True)):
-            text = Path(name).read_text(encoding="utf-8", errors="replace")
-            for para in re.split(r"\n\s*\n", text):
-                flat = " ".join(para.split())
-                if 80 <= len(flat) <= 1500 and not flat.startswith(("|", "```", "---", "<")):
-                    found.setdefault(flat, Path(name).stem)
+            paragraphs(Path(name).read_text(encoding="utf-8", errors="replace"), Path(name).stem)
+    for name in sorted((ROOT / "tests/data/transcripts").rglob("*.jsonl")):
+        for line in name.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                message = json.loads(line).get("message")
+            except (ValueError, AttributeError):
+                continue
+            content = message.get("content") if isinstance(message, dict) else None
+            blocks = content if isinstance(content, list) else []
+            parts = [content] if isinstance(content, str) else []
+            parts += [c.get("text", "") for c in blocks if isinstance(c, dict) and c.get("type") == "text"]
+            for part in parts:
+                paragraphs(part, name.parent.name)
     for name in sorted((DATA / "recall_train").glob("*.jsonl")):
         for line in name.read_text(encoding="utf-8").splitlines():
             passage = json.loads(line).get("passage") or ""
@@ -126,6 +152,14 @@ class Built:
 def build(embedder: Any, entries: int = 100_000, texts: int = 3000, log: Any = print) -> Built:
     """A throwaway server with `entries` team entries and three members (see `Built`); stop `built.server` after."""
     srv = start_server("-c fsync=off -c shared_buffers=1GB -c maintenance_work_mem=1GB -c max_wal_size=4GB")
+    try:
+        return _load(srv, embedder, entries, texts, log)
+    except BaseException:
+        srv.remove()
+        raise
+
+
+def _load(srv: PgServer, embedder: Any, entries: int, texts: int, log: Any) -> Built:
     db = new_database(srv)
     items = corpus(texts)
     blobs = encoded(embedder, [f"{t}\n{b}" for t, b in items], log)
@@ -257,16 +291,14 @@ def main() -> None:
         return
     from memvault.index import embed
 
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a kill still stops and removes the server
     embedder = embed.load()
     built = build(embedder, args.entries, args.texts)
     try:
         search_figures(built, embedder, args.queries)
         pull_figures(built)
     finally:
-        built.server.stop("immediate")
-        import shutil
-
-        shutil.rmtree(built.server.root, ignore_errors=True)
+        built.server.remove()
 
 
 if __name__ == "__main__":

@@ -137,9 +137,7 @@ class PgServer:
         )
 
     def start(self) -> None:
-        options = (
-            f"-k {self.sockdir} -c listen_addresses=127.0.0.1 -p {self.port} {self.settings}"
-        )
+        options = f"-k {self.sockdir} -c listen_addresses=127.0.0.1 -p {self.port} {self.settings}"
         result = self._run(
             str(self.bin / "pg_ctl"),
             "-D",
@@ -159,6 +157,11 @@ class PgServer:
 
     def stop(self, mode: str = "fast") -> None:
         self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", mode, "-w", "stop", check=False)
+
+    def remove(self) -> None:
+        """Stop the server and delete its folder (binaries, data, socket, log)."""
+        self.stop("immediate")
+        shutil.rmtree(self.root, ignore_errors=True)
 
     def restart(self) -> None:
         self.stop()
@@ -269,8 +272,7 @@ def pg_server() -> Iterator[PgServer]:
         pytest.skip(reason)
     server = start_server()
     yield server
-    server.stop("immediate")
-    shutil.rmtree(server.root, ignore_errors=True)
+    server.remove()
 
 
 @pytest.fixture

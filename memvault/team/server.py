@@ -22,7 +22,7 @@ DIMENSIONS = 384  # the packaged model's; the column is vector(384)
 CANDIDATES = 100  # entries taken from each side before fusion (as the local index)
 # Search: a word's entries are counted exactly up to EXACT_COUNT, a commoner word's estimated from a sample of about
 # SAMPLE_ROWS entries (memvault.term_stats); its weight (IDF) is then near its floor either way.
-EXACT_COUNT, SAMPLE_ROWS = 500, 2000
+EXACT_COUNT, SAMPLE_ROWS = 100, 2000
 LOCK_TIMEOUT_S = 5.0  # how long a pull waits for writes in flight before saying the server is busy
 _CURSOR_LOCK = "SELECT pg_advisory_xact_lock(memvault.cursor_lock_key())"
 
@@ -278,9 +278,10 @@ def search(
         if terms:
             stats = conn.execute("SELECT memvault.term_stats(%s, %s, %s, %s)", (terms, only, EXACT_COUNT, SAMPLE_ROWS))
             counts = [int(n) for n in stats.fetchone()[0]]
+            matching, every = _matching(terms, counts[1:])
             kw_side = {str(u): float(r) for u, r in conn.execute(
-                "SELECT uid, rank FROM memvault.keyword_candidates(%s, %s, %s, %s)",
-                (_matching(terms, counts[1:]), terms, only, CANDIDATES)).fetchall()}  # fmt: skip
+                "SELECT uid, rank FROM memvault.keyword_candidates(%s, %s, %s, %s, %s)",
+                (matching, every, terms, only, CANDIDATES)).fetchall()}  # fmt: skip
         uids = list(dict.fromkeys([*vec_side, *kw_side]))
         if not uids:
             return []
@@ -317,11 +318,14 @@ def search(
     return hits
 
 
-def _matching(terms: list[str], counts: list[int]) -> list[str]:
-    """The words whose entries are keyword candidates: those in fewer than EXACT_COUNT entries (a common word
-    would make every entry a candidate, to be ranked one by one), else the two rarest. All words still rank."""
+def _matching(terms: list[str], counts: list[int]) -> tuple[list[str], bool]:
+    """Which words make an entry a keyword candidate, and whether it needs all of them: any word in fewer than
+    EXACT_COUNT entries; when every word is commoner, both of the two rarest (a common word would make every
+    entry a candidate, each to be ranked). Every word still counts in the rank and the coverage."""
     rare = [t for t, n in zip(terms, counts, strict=True) if n < EXACT_COUNT]
-    return rare or [t for _, t in sorted(zip(counts, terms, strict=True))[:2]]
+    if rare:
+        return rare, False
+    return [t for _, t in sorted(zip(counts, terms, strict=True))[:2]], True
 
 
 def _first_line(exc: BaseException) -> str:

@@ -20,12 +20,12 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
     WHERE tm.role_name = session_user::text AND (only_teams IS NULL OR tm.team = ANY(only_teams))
 $$;
 
--- Any of the words (each as plainto_tsquery 'simple' reads it), as one tsquery.
-CREATE FUNCTION memvault.any_of(terms text[]) RETURNS tsquery
+-- Any (or, with `every`, all) of the words, each as plainto_tsquery 'simple' reads it, as one tsquery.
+CREATE FUNCTION memvault.words_query(terms text[], every boolean) RETURNS tsquery
 LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
     SELECT coalesce(nullif(array_to_string(ARRAY(
         SELECT '(' || plainto_tsquery('simple', t)::text || ')' FROM unnest(terms) t
-        WHERE plainto_tsquery('simple', t)::text <> ''), ' | '), ''), '')::tsquery
+        WHERE plainto_tsquery('simple', t)::text <> ''), CASE WHEN every THEN ' & ' ELSE ' | ' END), ''), '')::tsquery
 $$;
 
 -- [entries the member sees, then for each term how many of them contain it]: exact up to `cap`, above it
@@ -75,14 +75,16 @@ BEGIN
 END
 $$;
 
--- The `lim` best keyword matches the member sees: entries with any of `match_terms`, ranked by ts_rank
--- against all of `rank_terms`.
-CREATE FUNCTION memvault.keyword_candidates(match_terms text[], rank_terms text[], only_teams text[], lim integer)
+-- The `lim` best keyword matches the member sees: entries with any of `match_terms` (all of them with
+-- `match_all`), ranked by ts_rank (length-normalised) against all of `rank_terms`.
+CREATE FUNCTION memvault.keyword_candidates(
+    match_terms text[], match_all boolean, rank_terms text[], only_teams text[], lim integer)
 RETURNS TABLE (uid uuid, rank real)
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
     SELECT e.uid, ts_rank(e.tsv, q.ranked, 1)
     FROM memvault.entries e,
-         (SELECT memvault.any_of(match_terms) AS matched, memvault.any_of(rank_terms) AS ranked,
+         (SELECT memvault.words_query(match_terms, match_all) AS matched,
+                 memvault.words_query(rank_terms, false) AS ranked,
                  memvault.session_teams(only_teams) AS mine) q
     WHERE e.tsv @@ q.matched AND NOT e.deleted AND (e.scope = 'org' OR e.team = ANY(q.mine))
     ORDER BY 2 DESC
@@ -91,7 +93,7 @@ $$;
 
 REVOKE ALL ON FUNCTION memvault.session_teams(text[]) FROM PUBLIC;
 REVOKE ALL ON FUNCTION memvault.term_stats(text[], text[], integer, integer) FROM PUBLIC;
-REVOKE ALL ON FUNCTION memvault.keyword_candidates(text[], text[], text[], integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION memvault.keyword_candidates(text[], boolean, text[], text[], integer) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION memvault.session_teams(text[]) TO memvault_member;
 GRANT EXECUTE ON FUNCTION memvault.term_stats(text[], text[], integer, integer) TO memvault_member;
-GRANT EXECUTE ON FUNCTION memvault.keyword_candidates(text[], text[], text[], integer) TO memvault_member;
+GRANT EXECUTE ON FUNCTION memvault.keyword_candidates(text[], boolean, text[], text[], integer) TO memvault_member;
