@@ -562,7 +562,8 @@ def test_prompt_recall_is_hybrid_with_the_service_and_keeps_the_budget_when_it_h
         stdin = payload("UserPromptSubmit", session="s-probe", prompt=FLAKY)
         handed, loaded = run_hook_loading("user_prompt_submit", stdin, ("memvault", "platformdirs", "site"))
         assert "bisecting-flaky-tests.md" in context_of(handed, "UserPromptSubmit")
-        fast_way = ["memvault", "memvault.hooks", "memvault.hooks.fast", "memvault.proctime", "memvault.userfiles"]
+        fast_way = ["memvault", "memvault.hooks", "memvault.hooks.fast", "memvault.proctime", "memvault.userfiles",
+                    "memvault.wire"]
         assert loaded == fast_way, loaded
 
         # A setting overridden in the hook's environment is honoured by the service (here the kill switch) ...

@@ -19,7 +19,9 @@ from memvault import runtime
 from .conftest import configure
 from .test_hooks import context_of, conversation, jobs, log_records, payload, run_hook, run_hook_loading, wait_for
 
-FAST_WAY = ["memvault", "memvault.hooks", "memvault.hooks.fast", "memvault.proctime", "memvault.userfiles"]
+FAST_WAY = [
+    "memvault", "memvault.hooks", "memvault.hooks.fast", "memvault.proctime", "memvault.userfiles", "memvault.wire"
+]
 
 
 @pytest.fixture
@@ -42,8 +44,9 @@ def served_vault(vault_dir: Path, memvault_home: Path):
 def test_session_start_is_served_and_the_hook_process_writes_what_it_answers(served_vault: Path) -> None:
     start = payload("SessionStart", session="s-1", source="startup", transcript_path="/tmp/t/s-1.jsonl")
     runtime.write_json(runtime.marker("s-1", "reflected"), {"session_id": "s-1"})  # a session started again
-    served, loaded = run_hook_loading("session_start", start, ("memvault", "platformdirs", "site", "subprocess"))
-    assert loaded == FAST_WAY, loaded  # no hook, recall or secret-scanner code, no `site`, no `subprocess`
+    served, loaded = run_hook_loading("session_start", start, ("memvault", "platformdirs", "site", "subprocess", "json",
+                                                              "re"))  # fmt: skip
+    assert loaded == FAST_WAY, loaded  # no hook, recall or secret-scanner code, no `site`, `subprocess`, json or re
     record = log_records("SessionStart")[-1]
     assert record["served"] is True and record["result"] == "success", record
     context = context_of(served, "SessionStart")

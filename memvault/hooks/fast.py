@@ -1,25 +1,25 @@
 """The prompt hook's short way: hand the event to the warm service, which runs it beside its model and index.
 
 A prompt hook is a fresh Python process, and before this module it spent more time importing (pathlib,
-platformdirs, the hook and socket code) than recalling. This module loads only json, `_socket` and
-`memvault.proctime`/`userfiles` beyond what Python starts with. It sends the event to the service's `prompt_hook`
-op (`hooks.served`), which runs `events.respond` as the hook would and answers with what to print and
-the files to write (the session's injected list, the log line); they are written here, once the
-answer has arrived, so a late answer changes nothing. Whenever anything is not as expected (no
-service, a runtime folder only platformdirs can name, another environment, a late or odd answer),
-`hand_over` returns the bytes it read and the full hook (`events.main`) runs as before.
+platformdirs, the hook and socket code, json and with it re) than recalling. This module loads only `_socket`
+and `memvault.proctime`/`userfiles`/`wire` beyond what Python starts with: its messages are `memvault.wire`
+lines, not JSON. It sends the event to the service's `prompt_hook` op (`hooks.served`), which runs
+`events.respond` as the hook would and answers with what to print, the files to write and remove (the
+session's injected list, its markers) and the background jobs to start; they are done here, once the
+answer has arrived, so a late answer changes nothing, and then the log line is written. Whenever anything
+is not as expected (no service, a runtime folder only platformdirs can name, another environment, a late
+or odd answer), `hand_over` returns the bytes it read and the full hook (`events.main`) runs as before.
 """
 
 from __future__ import annotations
 
 import _socket  # not `socket`: its Python layer imports enum and selectors, 5 ms on every prompt
-import json
 import os
 import stat
 import sys
 import time
 
-from memvault import proctime, userfiles
+from memvault import proctime, userfiles, wire
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING (mypy reads it so) without importing typing at run time
 if TYPE_CHECKING:
@@ -27,10 +27,10 @@ if TYPE_CHECKING:
 
 OP = "prompt_hook"
 JOBS = "memvault.hooks.jobs"  # as `events.JOBS`: the background jobs the service leaves to this process to start
-SOCKET_NAME, INFO_NAME = "embed.sock", "service.json"  # as recall.client names them
+SOCKET_NAME, WIRE_INFO_NAME = "embed.sock", "service.wire"  # as recall.client names them
 MAX_PAYLOAD = 8 * 1024 * 1024  # bytes of the event JSON read from stdin (here and by `events.read_payload`)
 MAX_REPLY = 4 * 1024 * 1024
-# A bigger event goes the full way: the service reads requests of up to 4 MB, and JSON escaping can grow one.
+# A bigger event goes the full way: the service reads requests of up to 4 MB, and the wire's hex doubles one.
 MAX_HANDED = 1024 * 1024
 ACCEPT_S = 0.25  # for the service to take the request and say how long its answer may take
 MARGIN_S = 0.05  # on top of that, for the answer to cross the socket
@@ -89,40 +89,53 @@ def hand_over(event: str, host: str | None = None) -> tuple[bytes, str] | None:
         if isinstance(reply, str):
             return raw, reply
         answered_ms = round((time.monotonic() - proctime.started()[0]) * 1000, 1)  # the rest is writing and printing
-        for path, text in reply["writes"]:  # before printing: if one fails, the full hook runs instead
+        writes = wire.items(reply.get("writes", "0:"))
+        if len(writes) % 2:
+            raise ValueError("the service's writes are not path, text pairs")
+        for path, text in zip(writes[0::2], writes[1::2], strict=True):  # before printing: one failing, the full hook
             userfiles.replace(path, text)
-        for path in reply["removes"]:
+        for path in wire.items(reply.get("removes", "0:")):
             try:  # noqa: SIM105 - contextlib costs this process 5 ms of imports
                 os.unlink(path)
             except FileNotFoundError:
                 pass
-        for args in reply["jobs"]:
-            start_job(args, reply["job_log"])
+        for job in wire.items(reply.get("jobs", "0:")):
+            start_job(job.split("\0"), wire.text(reply["job_log"]))
+        stdout, log, logline = (wire.text(reply[key]) for key in ("stdout", "log", "logline"))
     except TimeoutError:  # the socket's own timeout or a deadline here
         return raw, "the service did not answer in time"
     except Exception as exc:  # anything unexpected: the full hook runs, as it would without the service
         return raw, f"{type(exc).__name__}: {exc}"[:200]
-    if reply["stdout"]:
-        sys.stdout.write(reply["stdout"])
+    if stdout:
+        sys.stdout.write(stdout)
         sys.stdout.flush()
-    try:  # not contextlib.suppress: contextlib costs this process 5 ms of imports
-        line = {**reply["record"], "answered_ms": answered_ms, **proctime.waited()}
-        userfiles.append_line(reply["log"], json.dumps(line, ensure_ascii=False))
-    except (OSError, TypeError, ValueError):
+    try:  # noqa: SIM105 - contextlib costs this process 5 ms of imports
+        userfiles.append_line(log, _completed(logline, answered_ms))
+    except (OSError, ValueError):
         pass  # a full disk must not break the session
     return None
 
 
-def _ask(event: str, host: str | None, raw: bytes) -> dict[str, Any] | str:
-    """The service's answer, or why there is none."""
+def _completed(logline: str, answered_ms: float) -> str:
+    """The service's log record (a JSON object) with this process's own times added at its end."""
+    if not logline.endswith("}"):
+        raise ValueError("the service's log record is not a JSON object")
+    added = {"answered_ms": answered_ms, **proctime.waited()}
+    fields = ", ".join(f'"{key}": ' + (f'"{value}"' if isinstance(value, str) else repr(value)) for key, value in
+                       added.items())  # fmt: skip
+    return f"{logline[:-1]}, {fields}}}" if logline != "{}" else f"{{{fields}}}"
+
+
+def _ask(event: str, host: str | None, raw: bytes) -> dict[str, str] | str:
+    """The service's answer (`memvault.wire` fields), or why there is none."""
     if len(raw) > MAX_HANDED:
         return f"the event is over {MAX_HANDED // 1024 // 1024} MB"
     folder = runtime_folder()
     if folder is None:
         return "no private runtime folder found without platformdirs"
     try:
-        with open(os.path.join(folder, INFO_NAME), encoding="utf-8") as handle:
-            info = json.loads(handle.read(64 * 1024))
+        with open(os.path.join(folder, WIRE_INFO_NAME), "rb") as handle:
+            info = wire.unpack(handle.read(64 * 1024))
     except FileNotFoundError:
         # Said for certain where this folder is `paths.runtime_dir()`'s: MEMVAULT_HOME's, or Linux's (tested equal)
         certain = os.environ.get("MEMVAULT_HOME") or sys.platform.startswith("linux")
@@ -130,42 +143,29 @@ def _ask(event: str, host: str | None, raw: bytes) -> dict[str, Any] | str:
     except (OSError, ValueError):
         return "the service's info file cannot be read"
     address = os.path.join(folder, SOCKET_NAME)
-    if not (isinstance(info, dict) and info.get("transport") == "unix" and info.get("address") == address):
+    if not (wire.text(info.get("transport", "")) == "unix" and wire.text(info.get("address", "")) == address):
         return "the service does not listen on a Unix socket"
-    request = {
-        "op": OP, "token": info.get("token"), "event": event, "payload": raw.decode("utf-8", "replace"),
-        "env": environment(), "started": proctime.started()[0], **({"host": host} if host else {}),
-    }  # fmt: skip
+    request = wire.pack({
+        "op": OP, "token": wire.text(info.get("token", "")), "event": event, "payload": raw,
+        "env": [f"{k}={v}" for k, v in environment().items()], "started": proctime.started()[0], "host": host,
+    })  # fmt: skip
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         sock.settimeout(ACCEPT_S)
         sock.connect(address)
-        sock.sendall(json.dumps(request).encode("utf-8") + b"\n")
+        sock.sendall(request)
         lines = _Lines(sock)
-        first = json.loads(lines.next(time.monotonic() + ACCEPT_S))
-        if not (isinstance(first, dict) and first.get("ok") is True and isinstance(first.get("wait_ms"), (int, float))):
+        first = wire.unpack(lines.next(time.monotonic() + ACCEPT_S))
+        if wire.text(first.get("ok", "")) != "1" or "wait_ms" not in first:
             return _refused(first)
-        reply = json.loads(lines.next(time.monotonic() + first["wait_ms"] / 1000 + MARGIN_S))
+        reply = wire.unpack(lines.next(time.monotonic() + float(wire.text(first["wait_ms"])) / 1000 + MARGIN_S))
     finally:
         sock.close()
-    if not (isinstance(reply, dict) and reply.get("ok") is True and isinstance(reply.get("stdout"), str)):
+    if wire.text(reply.get("ok", "")) != "1":
         return _refused(reply)
-    writes = reply.get("writes")
-    if not (isinstance(reply.get("record"), dict) and isinstance(reply.get("log"), str) and isinstance(writes, list)):
-        return "the service's answer is malformed"
-    if not all(isinstance(w, list) and len(w) == 2 and all(isinstance(x, str) for x in w) for w in writes):
-        return "the service's answer is malformed"
-    reply.setdefault("removes", [])  # a service of the protocol before answers prompts only, with writes only
-    reply.setdefault("jobs", [])
-    if not (_strings(reply["removes"]) and isinstance(reply["jobs"], list) and all(_strings(j) for j in reply["jobs"])):
-        return "the service's answer is malformed"
-    if reply["jobs"] and not isinstance(reply.get("job_log"), str):
+    if not all(key in reply for key in ("stdout", "log", "logline")):
         return "the service's answer is malformed"
     return reply
-
-
-def _strings(value: object) -> bool:
-    return isinstance(value, list) and all(isinstance(x, str) for x in value)
 
 
 def start_job(args: list[str], log: str) -> None:
@@ -194,9 +194,9 @@ def start_job(args: list[str], log: str) -> None:
         os._exit(127)
 
 
-def _refused(reply: object) -> str:
-    error = reply.get("error") if isinstance(reply, dict) else None
-    return f"the service said: {error}"[:200] if isinstance(error, str) else "the service's answer is malformed"
+def _refused(reply: dict[str, str]) -> str:
+    error = reply.get("error")
+    return f"the service said: {wire.text(error)}"[:200] if error else "the service's answer is malformed"
 
 
 class _Lines:

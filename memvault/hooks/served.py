@@ -68,7 +68,7 @@ def prompt_hook(call: service.Call) -> dict[str, Any]:
     # the hook process's start to this op's (interpreter, imports, the socket, the queue), and this op's own time
     record["service_ms"] = {"reached": round((entered - float(started)) * 1000, 1),
                             "ran": round((time.monotonic() - entered) * 1000, 1)}  # fmt: skip
-    return {
+    reply = {
         "ok": True,
         "stdout": json.dumps(output) + "\n" if output is not None else "",
         "writes": served.writes,
@@ -77,6 +77,18 @@ def prompt_hook(call: service.Call) -> dict[str, Any]:
         "job_log": str(job_log),
         "log": str(runtime.log_file()),
         "record": {"ts": runtime.now_iso(), **record},
+    }
+    return _flat(reply) if request.get("wire") is True else reply
+
+
+def _flat(reply: dict[str, Any]) -> dict[str, Any]:
+    """The reply in `memvault.wire`'s terms, for a hook that reads no JSON: the writes as one list (path, text, path,
+    …), each job's arguments joined by NUL (an argument cannot hold one), the log record as its JSON line."""
+    return {
+        **{key: reply[key] for key in ("ok", "stdout", "removes", "job_log", "log")},
+        "writes": [part for pair in reply["writes"] for part in pair],
+        "jobs": ["\0".join(args) for args in reply["jobs"]],
+        "logline": json.dumps(reply["record"], ensure_ascii=False),
     }
 
 

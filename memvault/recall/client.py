@@ -21,6 +21,7 @@ __all__ = [
 
 SOCKET_NAME = "embed.sock"
 INFO_NAME = "service.json"
+WIRE_INFO_NAME = "service.wire"  # the same facts a hook's short way needs, readable without json (`memvault.wire`)
 LOCK_NAME = "service.lock"
 LOG_NAME = "service.log"
 # What a request may hold (its ops and recall options): raised when that changes, so a service started by an older

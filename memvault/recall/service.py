@@ -35,12 +35,12 @@ from typing import Any
 
 import filelock
 
-from memvault import paths
+from memvault import paths, wire
 from memvault.errors import MemvaultError
 from memvault.index import embed
 from memvault.store.disk import atomic_write
 
-from .client import INFO_NAME, LOCK_NAME, LOOPBACK, MAX_TEXTS, PROTOCOL, SOCKET_NAME
+from .client import INFO_NAME, LOCK_NAME, LOOPBACK, MAX_TEXTS, PROTOCOL, SOCKET_NAME, WIRE_INFO_NAME
 
 MAX_REQUEST = 4 * 1024 * 1024
 CONNECTION_TIMEOUT = 5.0  # seconds a client may take to send its request and read the reply
@@ -203,6 +203,8 @@ class Server:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.info_file)
         atomic_write(self.info_file, json.dumps(info, indent=1).encode("utf-8"), private=True)  # 0600 from birth
+        facts = {key: info.get(key) for key in ("pid", "transport", "address", "token", "protocol")}
+        atomic_write(self.info_file.with_name(WIRE_INFO_NAME), wire.pack(facts), private=True)  # for `hooks.fast`
         return info
 
     # --- the loop -------------------------------------------------------------------------------
@@ -246,13 +248,16 @@ class Server:
             with conn:
                 conn.setblocking(True)
                 conn.settimeout(CONNECTION_TIMEOUT)
+                encode = _line
                 try:
                     request = _read_line(conn)
                 except _TooLarge:
                     reply: dict[str, Any] = _error(f"request larger than {MAX_REQUEST} bytes")
                 else:
-                    reply, after = self.handle(request, lambda line: conn.sendall(_line(line)))
-                conn.sendall(_line(reply))
+                    if wire.is_message(request):  # a hook's short way (`hooks.fast`): answered in kind
+                        encode = _wire_line
+                    reply, after = self.handle(request, lambda line: conn.sendall(encode(line)))
+                conn.sendall(encode(reply))
         except OSError:
             pass  # the client went away or was too slow; nothing to answer
         except Exception as exc:  # a bad request must never take the service down
@@ -270,7 +275,7 @@ class Server:
         `tell` sends a line before the reply (an added op may use it to say how long the reply will take).
         """
         try:
-            request = json.loads(raw)
+            request = wire.request(raw) if wire.is_message(raw) else json.loads(raw)
         except ValueError:
             return _error("malformed request: not JSON"), None
         if not isinstance(request, dict):
@@ -431,6 +436,7 @@ class Server:
             current = json.loads(self.info_file.read_text(encoding="utf-8"))
             if current.get("pid") == os.getpid() and current.get("token") == self.token:
                 os.unlink(self.info_file)
+                os.unlink(self.info_file.with_name(WIRE_INFO_NAME))
 
 
 class _Vectors:
@@ -445,6 +451,13 @@ class _Vectors:
 
 def _line(reply: dict[str, Any]) -> bytes:
     return json.dumps(reply).encode("utf-8") + b"\n"
+
+
+def _wire_line(reply: dict[str, Any]) -> bytes:
+    try:
+        return wire.pack(reply)
+    except TypeError as exc:  # an op's reply that has no wire form: said as an error
+        return wire.pack(_error(f"this reply has no wire form ({exc})"))
 
 
 def _error(message: str) -> dict[str, Any]:
