@@ -30,7 +30,7 @@ from memvault.store.changelog import Record
 from memvault.store.model import WriteResult
 from memvault.vault.core import Vault
 
-from . import candidates, sources
+from . import candidates, sources, whitelist
 from .candidates import SKILLS, WATCHLIST, Candidate
 from .sources import Pattern
 
@@ -75,7 +75,7 @@ def discover(
     report = Report(dry_run=dry_run, errors=found.errors)
     patterns = found.patterns
     if use_web:
-        web_found, report.web = sources.web(vault.config, vault.config.discovery.sources)
+        web_found, report.web = whitelist.patterns(vault.config, vault.config.discovery.sources)
         patterns += web_found.patterns
     report.found = len(patterns)
     evaluation = candidates.evaluate(vault, patterns, wait_service=wait_service)
