@@ -1,12 +1,12 @@
 """The statement judge: every sentence the user typed gets a calibrated probability per kind, from shipped weights.
 
-A sentence (a `Unit`: one sentence of the typed segments of a user turn, as `userwords.user_sentences`
-gives them, long ones cut at clause marks) is read as hashed lexical features: its words and word
-pairs (rule words' typos corrected), letter trigrams, its first words, the old trigger rules that fire
-on it (`prefs.judge`: a feature now, not a decision), cue words (a question, a hedge, task-scoped
-wording, first person), its length and place in the turn, whether it follows the agent, whether it is
-said again in another turn, and the first words of the agent's answer (an acknowledgement, an
-apology). A multinomial logistic regression trained by `scripts/train_judge.py` (weights in
+A sentence (a `Unit`: one sentence of the typed segments of a user turn, in any script, as `sentences`
+gives them, long ones cut at clause marks) is read as hashed lexical features: its words and word pairs
+(rule words' typos corrected), letter trigrams, words of other scripts, its first words, the old trigger
+rules that fire on it (`prefs.judge`: a feature now, not a decision), cue words (a question, a hedge,
+task-scoped wording, first person), its length and place in the turn, whether it follows the agent,
+whether it is said again in another turn, and the first words of the agent's answer (an acknowledgement,
+an apology). A multinomial logistic regression trained by `scripts/train_judge.py` (weights in
 `judge_weights.json`, int16 in base64, read with the standard library) gives each of KINDS a
 probability, made calibrated by a temperature fitted on the dev split.
 
@@ -17,8 +17,8 @@ else low. Hand rules stay only as vetoes: a question is never a statement, task-
 now", "this time") is never high, and a destructive or exfiltrating instruction is never high.
 Secrets and `<private>` spans are removed later, for every miner (`miner._finish`).
 
-Over 400 lines: the features, the two models that read them (lexical, and sentence vectors with their
-fallbacks) and the candidates built from them must stay exactly what scripts/train_judge.py trained on;
+Over 400 lines: the sentences, the features, the two models that read them (lexical, and sentence vectors with
+their fallbacks) and the candidates built from them must stay exactly what scripts/train_judge.py trained on;
 kept in one module, a change to one is seen beside the others.
 """
 
