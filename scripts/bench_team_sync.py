@@ -8,7 +8,9 @@ a second member, with a HOME, a vault and memvault state of their own and a pass
 
 - the first pull: every entry into `MemoryVault/team/<team>/` (journalled vault changes of 500 files, the index
   refreshed for them), `--runs` times into a new vault each;
-- an incremental pull: `--changes` entries edited by the first member, pulled after a first pull.
+- an incremental pull: `--changes` entries edited by the first member, pulled after a first pull;
+- then, with the server stopped, the SessionStart and UserPromptSubmit hook processes of that member (team memory
+  configured, the mirror in the vault) against the same vault and config without the team section (`--hooks`).
 
 Each figure is the wall clock of the `memvault team pull` process, with a bare `python -c pass` from the same
 run for scale. The server's side alone (changes_since at 100,000 entries) is in scripts/bench_team.py.
@@ -91,6 +93,7 @@ def main() -> None:
     parser.add_argument("--first", type=int, default=10_000)
     parser.add_argument("--changes", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--hooks", type=int, default=30, help="hook runs per case with the server down (0: none)")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="memvault-bench-team-"))
     pg = start_server()
@@ -131,10 +134,43 @@ def main() -> None:
             f"incremental {args.changes:,}: {incremental:.1f} s ({incremental / args.changes * 1000:.2f} ms/change); "
             f"python -c pass {base * 1000:.0f} ms"
         )
+        if args.hooks:
+            pg.stop("immediate")  # the server absent: the hooks of a session with team memory configured
+            hook_figures(env, args.hooks, base)
     finally:
         pg.stop("immediate")
         shutil.rmtree(pg.root, ignore_errors=True)
         shutil.rmtree(root, ignore_errors=True)
+
+
+HOOKS = ROOT / "memvault" / "hooks"
+PROMPT = "how do I keep the team's notes in sync when the database server is down?"
+
+
+def hook_figures(env: dict[str, str], runs: int, base: float) -> None:
+    """SessionStart and UserPromptSubmit hook processes with team memory configured and its server down, against
+    the same vault with the team section taken out of the config: p50/p95 over `runs` each, interleaved."""
+    import json
+
+    config = Path(env["MEMVAULT_HOME"]) / "config.yaml"
+    plain = config.with_name("plain.yaml")
+    plain.write_text(config.read_text().split("team:")[0])
+    cases = {"team, server down": {**env}, "no team": {**env, "MEMVAULT_CONFIG": str(plain)}}
+    times: dict[tuple[str, str], list[float]] = {}
+    for n in range(runs):
+        for case, case_env in cases.items():
+            for hook, event in (("session_start", "SessionStart"), ("user_prompt_submit", "UserPromptSubmit")):
+                payload = {"session_id": f"bench-{n}", "transcript_path": "/nonexistent", "cwd": env["HOME"],
+                           "hook_event_name": event, "prompt": PROMPT, "source": "startup"}  # fmt: skip
+                started = time.perf_counter()
+                subprocess.run([sys.executable, str(HOOKS / f"{hook}.py")], input=json.dumps(payload), env=case_env,
+                               capture_output=True, text=True, check=True)  # fmt: skip
+                times.setdefault((case, hook), []).append((time.perf_counter() - started) * 1000)
+    for (case, hook), ms in sorted(times.items()):
+        ms.sort()
+        p50, p95 = statistics.median(ms), ms[min(len(ms) - 1, round(0.95 * (len(ms) - 1)))]
+        print(f"RESULT hook {hook} ({case}): p50 {p50:.0f} ms, p95 {p95:.0f} ms, p50 {p50 / (base * 1000):.2f}x "
+              f"python -c pass ({len(ms)} runs)")  # fmt: skip
 
 
 if __name__ == "__main__":
