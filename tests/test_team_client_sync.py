@@ -193,3 +193,19 @@ def test_two_pulls_of_one_vault_at_once_write_each_entry_once(team: TeamDb, tmp_
     procs = [bob.popen("team", "pull") for _ in range(2)]  # two sessions starting together, say
     assert [p.wait(timeout=300) for p in procs] == [0, 0], [p.communicate() for p in procs]
     assert set(bob.mirror()) == {f"MemoryVault/team/backend/rule-{n}.md" for n in range(600)}
+
+
+def test_the_mirror_stays_inside_the_vault_whatever_the_names_and_links(team: TeamDb, tmp_path: Path) -> None:
+    alice = add_member(team, tmp_path, "alice", ["con"])  # a name Windows reserves: a folder name still
+    bob = add_member(team, tmp_path, "bob", ["con"])
+    publish_many(team, alice, 2, prefix="aux", team_name="con")
+    bob.run("team", "pull")
+    assert set(bob.mirror()) == {f"MemoryVault/team/con-note/aux-{n}.md" for n in range(2)}
+
+    carol = add_member(team, tmp_path, "carol", ["con"])
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (carol.vault / "MemoryVault" / "team").symlink_to(outside, target_is_directory=True)
+    pulled = carol.run("team", "pull")
+    assert "not mirrored" in pulled.stderr and "path_escape" in pulled.stderr
+    assert list(outside.rglob("*")) == []  # nothing written through the link

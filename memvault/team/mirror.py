@@ -32,7 +32,7 @@ from memvault import fault, paths
 from memvault.errors import MemvaultError
 from memvault.index import chunking, embed
 from memvault.index import db as index_db
-from memvault.store import disk, journal, model, notes, privacy
+from memvault.store import disk, journal, model, notes, privacy, safety
 from memvault.vault import indexing
 from memvault.vault.core import Vault
 
@@ -61,7 +61,9 @@ def folder(vault: Vault) -> str:
 
 def place(vault: Vault, scope: str, team: str | None, slug: str) -> tuple[str, str]:
     """(mirror folder, file stem) of an entry."""
-    where = ORG if scope == "org" or not team else model.slug(team, "folder")
+    # Names made from the server's text the way a title becomes a file name (a reserved name gets "-note"): never
+    # a refusal, never a path. `_org` cannot be a team's folder: team names start with a letter or digit.
+    where = ORG if scope == "org" or not team else model.slug(team, "folder", from_text=True)
     return f"{folder(vault)}/{where}", model.slug(slug, "slug", from_text=True)
 
 
@@ -245,6 +247,7 @@ def _apply(vault: Vault, rows: list[Any], report: PullReport, mirrored: dict[str
                 where, stem = place(vault, row.scope, row.team, row.slug)
                 rel, digest = disk.free_note(vault.root, where, stem, taken), journal.ABSENT
             try:
+                _, rel = safety.resolve_target(vault.root, rel, vault.folder)  # inside the vault, symlinks resolved
                 text, _ = vault.changes.checked(text, rel)
             except MemvaultError as exc:
                 report.refused.append(f"{rel}: {exc}")
