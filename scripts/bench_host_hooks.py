@@ -1,13 +1,16 @@
-"""Hook timings as Codex CLI and Gemini CLI report them, next to a bare `python -c pass` hook in the same run.
+"""Hook timings as Claude Code, Codex CLI and Gemini CLI report them, beside a bare `python -c pass` hook in one run.
 
-    python scripts/bench_host_hooks.py [--runs 5] [--keyword-only] [--json OUT]
+    python scripts/bench_host_hooks.py [--runs 5] [--clients claude,codex,gemini] [--keyword-only] [--json OUT]
 
 Each client (the pinned npm versions of tests/e2e, installed into the same cache) runs headless
-against its local model stub in a throwaway home, alternating between memvault's hooks (installed
-with `memvault install --host …`) and the same events running `<python> -c pass`. The durations
-are the clients' own: Codex's app-server `hook/completed` notifications (`durationMs`), Gemini's
-`--debug` lines (`Hook execution for <Event>: … total duration: N ms`). The vault is a copy of
-examples/vault; with the warm embedding service on (the default) a first, unmeasured run starts it.
+against its local model stub in a throwaway home. Claude Code: memvault installed by `./install.sh` into
+that home, as a user installs it (a regular venv), and each `claude -p` run with a bare `python -c pass`
+hook added to the same events through `--settings` (the client runs both for every event); the durations
+are the client's `--debug-file` lines. Codex CLI and Gemini CLI alternate between memvault's hooks
+(installed with `memvault install --host …`) and the same events running `<python> -c pass`; the
+durations are Codex's app-server `hook/completed` notifications (`durationMs`) and Gemini's `--debug`
+lines (`Hook execution for <Event>: … total duration: N ms`). The vault is a copy of examples/vault; with
+the warm embedding service on (the default) a first, unmeasured run starts it.
 """
 
 from __future__ import annotations
@@ -208,6 +211,50 @@ def bench_gemini(runs: int, work: Path, base_env: dict[str, str]) -> dict[str, l
     return results
 
 
+# ---- Claude Code: its --debug-file lines -----------------------------------------------------------------
+
+CLAUDE_EVENTS = ("SessionStart", "UserPromptSubmit", "Stop")
+
+
+def bench_claude(runs: int, work: Path, keyword_only: bool) -> dict[str, list[float]]:
+    from tests.e2e.claude import Client, Scenario, User, hook_runs, indexed_vault
+    from tests.e2e.stubs.anthropic import AnthropicStub
+
+    root = work / "claude-user"
+    (root / "Obsidian").mkdir(parents=True)
+    user = User(root, Client(npm.require(npm.CLAUDE_CODE)))
+    installed = user.install_memvault("--vault", str(root / "Obsidian"), "--no-demo")
+    if installed.returncode != 0:
+        raise SystemExit(f"install.sh failed: {installed.stderr[-2000:]}")
+    if keyword_only:  # the service never started by the hooks
+        import yaml
+
+        config_file = user.home / ".config" / "memvault" / "config.yaml"
+        config = yaml.safe_load(config_file.read_text(encoding="utf-8")) or {}
+        config.setdefault("embedding", {})["warm_service"] = False
+        config_file.write_text(yaml.safe_dump(config), encoding="utf-8")
+    template = indexed_vault(user, root / "template-vault")
+    bare = {"type": "command", "command": str(user.venv / "bin" / "python"), "args": ["-c", "pass"]}
+    extra = json.dumps({"hooks": {event: [{"hooks": [bare]}] for event in CLAUDE_EVENTS}})  # beside memvault's
+    results: dict[str, list[float]] = {}
+    try:
+        with AnthropicStub(log_path=work / "claude-requests.jsonl", default="ok") as stub:
+            scenario = Scenario(user, work / "claude-scenario", stub, template)
+            scenario.claude("-p", PROMPT, "--settings", extra).check()  # unmeasured: starts the warm service
+            if not keyword_only:
+                user.run_memvault("serve", "--background")
+                time.sleep(5)  # its vectors loaded, as after a session's start job
+            done = [scenario.claude("-p", PROMPT, "--settings", extra).check() for _ in range(runs)]
+        for hook in hook_runs(run.debug_log for run in done):
+            label = "memvault" if "memvault/hooks/" in hook.command else "bare" if hook.command.endswith("-c pass") \
+                else None  # fmt: skip
+            if label:
+                results.setdefault(f"{label}:{hook.event}", []).append(float(hook.ms))
+    finally:
+        user.run_memvault("serve", "--stop")
+    return results
+
+
 def summary(results: dict[str, list[float]]) -> list[dict[str, Any]]:
     rows = []
     events = sorted({k.split(":", 1)[1] for k in results}, key=lambda e: min(
@@ -228,7 +275,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--keyword-only", action="store_true", help="no warm embedding service (keyword recall)")
-    parser.add_argument("--clients", default="codex,gemini")
+    parser.add_argument("--clients", default="claude,codex,gemini")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="memvault-bench-hosts-", dir=os.environ.get("MEMVAULT_BENCH_DIR")))
@@ -242,11 +289,14 @@ def main() -> int:
     report: dict[str, Any] = {"runs": args.runs, "warm_service": not args.keyword_only}
     try:
         for name in args.clients.split(","):
-            bench = bench_codex if name == "codex" else bench_gemini
             # Each client has its own throwaway HOME; its unmeasured first run starts the service in it, as a
             # user's first session would (a service started under another HOME would not run its prompt hooks).
             subprocess.run([sys.executable, "-m", "memvault", "serve", "--stop"], env=base_env, capture_output=True)
-            report[name] = summary(bench(args.runs, work, base_env))
+            if name == "claude":
+                report[name] = summary(bench_claude(args.runs, work, args.keyword_only))
+            else:
+                bench = bench_codex if name == "codex" else bench_gemini
+                report[name] = summary(bench(args.runs, work, base_env))
     finally:
         subprocess.run([sys.executable, "-m", "memvault", "serve", "--stop"], env=base_env, capture_output=True)
         shutil.rmtree(work, ignore_errors=True)
