@@ -21,7 +21,7 @@ from typing import Any
 
 from memvault import fault
 from memvault.errors import MemvaultError
-from memvault.store import disk, journal, model, notes
+from memvault.store import disk, journal, model, notes, safety
 from memvault.store.model import REVIEW
 from memvault.vault import indexing
 from memvault.vault.core import Vault
@@ -198,6 +198,7 @@ def _keep_both(vault: Vault, rel: str, out: envelope.Outgoing, current: Any) -> 
     def plan() -> list[journal.FileOp]:
         mine = vault.read(rel)
         copy = disk.free_note(vault.root, review_dir, f"team-conflict-{Path(rel).stem}")
+        _, copy = safety.resolve_target(vault.root, copy, vault.folder)  # confined like every write
         meta = {k: v for k, v in mine.note.meta.items() if not k.startswith("team_") and k != "team"}
         meta.update(
             route="review",
