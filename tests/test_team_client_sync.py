@@ -209,3 +209,25 @@ def test_the_mirror_stays_inside_the_vault_whatever_the_names_and_links(team: Te
     pulled = carol.run("team", "pull")
     assert "not mirrored" in pulled.stderr and "path_escape" in pulled.stderr
     assert list(outside.rglob("*")) == []  # nothing written through the link
+
+
+def test_a_member_deletes_a_team_note_for_everyone_unless_it_changed_since_their_pull(
+    team: TeamDb, tmp_path: Path
+) -> None:
+    alice = add_member(team, tmp_path, "alice", ["backend"])
+    bob = add_member(team, tmp_path, "bob", ["backend"])
+    publish_many(team, alice, 2, prefix="rule")
+    alice.run("team", "pull")
+    bob.run("team", "pull")
+    gone, kept = "MemoryVault/team/backend/rule-0.md", "MemoryVault/team/backend/rule-1.md"
+    with team.connect(alice.role) as conn:  # alice changes rule-1 after bob's pull
+        conn.execute("UPDATE memvault.entries SET body = body || 'changed' WHERE slug = 'rule-1'")
+        conn.commit()
+    stale = bob.run("team", "delete", kept, check=False)
+    assert stale.returncode == 1 and "[team-conflict]" in stale.stderr
+    bob.run("team", "delete", gone)
+    assert gone not in bob.mirror() and kept in bob.mirror()
+    rows = {r["slug"]: r for r in entries(team)}
+    assert rows["rule-0"]["deleted"] and not rows["rule-1"]["deleted"]
+    alice.run("team", "pull")
+    assert gone not in alice.mirror()  # the tombstone reaches every member

@@ -203,6 +203,21 @@ def push(state: State, as_json: bool) -> None:
     _print_sent(result, as_json)
 
 
+@team.command()
+@click.argument("note")
+@pass_state
+def delete(state: State, note: str) -> None:
+    """Delete the team entry mirrored at NOTE for everyone (a tombstone every member's pull follows; the
+    server keeps its versions and the audit). Refused when someone changed it since your last pull."""
+    from memvault.team import push as push_mod
+
+    vault = _need(state)
+    connect = team_status.connector(vault.config, CONNECT_S)
+    with _talking("the delete"):
+        version = push_mod.delete(vault, TeamState(vault.root), note, connect, mirror_mode=vault.config.team.mirror)
+    out.print(f"deleted for the team: {escape(note)} (tombstone, version {version})")
+
+
 @team.command("status")
 @json_option
 @pass_state

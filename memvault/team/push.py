@@ -248,3 +248,22 @@ def _reason(exc: BaseException) -> str:
 def _close(conn: Any) -> None:
     with contextlib.suppress(Exception):  # a broken connection has nothing left to close
         conn.close()
+
+
+def delete(vault: Vault, state: TeamState, rel: str, connect: Any, *, mirror_mode: str = "all") -> int:
+    """Tombstone the team entry mirrored at `rel` (at the version the file was pulled at), then pull so the
+    mirror loses it; returns the tombstone's version. A newer version on the server: VersionConflict, nothing
+    deleted (pull, read it, and delete again if you still mean it)."""
+    note = vault.read(rel).note
+    uid, version = note.meta.get("team_uid"), note.meta.get("team_version")
+    if not isinstance(uid, str) or not isinstance(version, int):
+        raise envelope.TeamError(f"{rel} is not a mirrored team note (no team_uid / team_version)", code="usage")
+    if mirror.edited(note):
+        raise envelope.TeamError(f"{rel} has an edit not pushed yet: push it or put it back first", code="conflict")
+    conn = connect()
+    try:
+        row = server.delete(conn, uid, version)
+        mirror.pull(vault, conn, state, mirror=mirror_mode, wait_s=60.0)
+    finally:
+        _close(conn)
+    return int(row.version)
