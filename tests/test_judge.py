@@ -92,7 +92,7 @@ def test_a_numbered_list_of_rules_is_judged_item_by_item() -> None:
         "write tests with pytest", "always add type hints",
     ]  # fmt: skip
     found = judge.candidates(_turns(message))
-    assert len(found) >= 3  # measured: 3 of the 5 reach the low threshold (see wiki/explanation/reflection.md)
+    assert len(found) >= 3  # measured: 4 of the 5 reach the low threshold with vectors, 3 without
     assert len({c.key for c in found}) == len(found) and all(len(c.evidence) == 1 for c in found)
 
 
