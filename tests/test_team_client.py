@@ -65,6 +65,10 @@ def test_the_envelope_refuses_private_notes_and_secrets_and_keeps_spans_paths_an
     assert out.frontmatter["protected"] is True and out.frontmatter["source"] == "manual"
     assert not {"group", "always_load", "supersedes"} & set(out.frontmatter)
     assert out.title == "Run the API tests" and out.kind == "domain" and out.slug == "mixed"
+    own_kind = "MemoryVault/default/decision/locked.md"
+    (vault_dir / own_kind).parent.mkdir(parents=True)
+    (vault_dir / own_kind).write_text("---\nkind: decision\n---\n# Postgres 16 everywhere\n\nDecided in March.\n")
+    assert envelope.prepare(vault, own_kind, scope="org", team=None).kind == "decision"  # a vault's own kind travels
 
 
 def test_a_convention_one_member_publishes_is_injected_at_the_other_members_next_prompt(

@@ -68,7 +68,7 @@ def recall(
     if team:
         from .team import recall_team
 
-        return recall_team(state, " ".join(query), k or 5, as_json)
+        return recall_team(state, " ".join(query), k or state.vault.config.recall.k, as_json)
     vault = state.vault
     spinner = err.status("waiting for the embedding service…") if wait > 0 and not as_json else nullcontext()
     with spinner:

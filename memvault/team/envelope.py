@@ -25,8 +25,7 @@ from typing import Any
 
 from memvault.errors import MemvaultError, SafetyError
 from memvault.reflect.mine import placeholders
-from memvault.store import notes, privacy, secrets
-from memvault.store.model import KINDS
+from memvault.store import model, notes, privacy, secrets
 from memvault.vault.core import Vault
 
 # Frontmatter keys that travel with an entry; everything else stays on this machine.
@@ -116,8 +115,10 @@ def prepare(
         raise TeamError(f"{nf.path}: nothing left to publish once private spans are removed", code="usage")
     meta = {k: plain(note.meta[k], clean) for k in TRAVELS if k in note.meta and note.meta[k] is not None}
     title = clean(notes.title_of(note, Path(nf.path).stem))
-    kind = str(meta.get("kind") or "domain")
-    if kind not in KINDS:
+    kind = str(
+        meta.get("kind") or "domain"
+    )  # a vault's own kinds travel too (`decision`); a note without one is domain
+    if len(kind) > 40 or model.name_problem(kind, "kind"):
         kind = "domain"
     meta["kind"] = kind
     body, meta, title, redacted = _secrets(vault, nf.path, body, meta, title)
