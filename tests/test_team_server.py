@@ -237,3 +237,29 @@ def test_search_is_hybrid_floored_and_respects_rls(team_db: TeamDb, members, emb
         assert server.search(conn, "install python packages with uv not pip", None, None) == []  # team b's
         hits = server.search(conn, "numbered migration file rollback", None, None, k=3)
         assert [h.entry.title for h in hits] == ["Database migrations"] and hits[0].cosine is None
+
+
+def test_a_database_without_the_schema_or_an_older_one_says_to_run_init_db(team_db: TeamDb, members) -> None:
+    alice = members[0]
+    with team_db.connect() as conn:  # as if the database were at schema version 1: no search functions yet
+        conn.execute("DROP FUNCTION memvault.term_stats(text[], text[], integer, integer)")
+        conn.commit()
+    with team_db.connect(alice) as conn:
+        with pytest.raises(server.SchemaError, match="init-db") as caught:
+            server.search(conn, "release day tuesday", None, None)
+        assert caught.value.code == "team-schema"
+        assert server.changes_since(conn, 0) == ([], 0)  # what the older schema has still works
+    with team_db.server.connect("postgres") as conn:  # a database where init-db never ran
+        for call in (lambda: server.changes_since(conn, 0), lambda: server.publish(conn, entry("T", "body"))):
+            with pytest.raises(server.SchemaError, match="init-db"):
+                call()
+
+
+def test_init_db_refuses_a_database_newer_than_this_memvault(team_db: TeamDb) -> None:
+    from memvault.team import schema
+
+    with team_db.connect() as conn:
+        conn.execute("INSERT INTO memvault.schema_version (version, name) VALUES (99, '0099_future.sql')")
+        conn.commit()
+        with pytest.raises(schema.SchemaError, match="newer than this memvault knows"):
+            schema.init_db(conn)

@@ -6,17 +6,23 @@ sees and may change), and commits or raises. The security model: wiki/explanatio
 
 from __future__ import annotations
 
+import functools
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from memvault.errors import MemvaultError
 from memvault.index import chunking
 from memvault.recall import fusion, relevance
 from memvault.store import privacy, secrets
+
+from .schema import SchemaError, migrations
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 DIMENSIONS = 384  # the packaged model's; the column is vector(384)
 CANDIDATES = 100  # entries taken from each side before fusion (as the local index)
@@ -104,6 +110,25 @@ class Hit:
     snippet: str
 
 
+def _needs_schema(func: Callable[P, R]) -> Callable[P, R]:
+    """A database without memvault's schema, or at an older version than this memvault's, is a clear error
+    (`team-schema`: the admin runs `memvault team init-db`), not a missing table or function."""
+
+    @functools.wraps(func)
+    def checked(*args: P.args, **kwargs: P.kwargs) -> R:
+        from psycopg import errors as pg
+
+        try:
+            return func(*args, **kwargs)
+        except (pg.UndefinedTable, pg.UndefinedFunction, pg.InvalidSchemaName, pg.UndefinedObject) as exc:
+            raise SchemaError(
+                f"the team database lacks part of memvault's schema ({_first_line(exc)}): "
+                f"ask its admin to run `memvault team init-db` (this memvault needs version {len(migrations())})"
+            ) from exc
+
+    return checked
+
+
 def _row(values: Sequence[Any], embedding: str | None = None) -> EntryRow:
     vector = [float(x) for x in json.loads(embedding)] if embedding else None
     return EntryRow(*values, embedding=vector)  # type: ignore[arg-type, misc]
@@ -135,6 +160,7 @@ def _get(conn: Any, uid: str) -> EntryRow | None:
     return _row(row) if row else None
 
 
+@_needs_schema
 def publish(conn: Any, entry: EntryIn) -> EntryRow:
     """Insert a new entry (a retry with the same uid and content returns the stored row) or, with `base_version`,
     replace the entry if the server still has that version; else VersionConflict with the server's row."""
@@ -185,6 +211,7 @@ def publish(conn: Any, entry: EntryIn) -> EntryRow:
     raise VersionConflict(f"entry {entry.uid} {said} on the server (last by {current.editor})", current)
 
 
+@_needs_schema
 def delete(conn: Any, uid: str, base_version: int) -> EntryRow:
     """Tombstone an entry (kept, flagged deleted, so the deletion reaches every mirror) if still at base_version."""
     from psycopg import errors as pg
@@ -206,6 +233,7 @@ def delete(conn: Any, uid: str, base_version: int) -> EntryRow:
     return current
 
 
+@_needs_schema
 def changes_since(
     conn: Any, cursor: int, limit: int = 500, *, vectors: bool = True, lock_timeout_s: float = LOCK_TIMEOUT_S
 ) -> tuple[list[EntryRow], int]:
@@ -241,6 +269,7 @@ def changes_since(
     return entries, (entries[-1].change_seq if len(entries) == limit else max(settled, cursor))
 
 
+@_needs_schema
 def search(
     conn: Any,
     text: str,
