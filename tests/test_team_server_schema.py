@@ -192,7 +192,8 @@ def test_search_functions_run_as_owner_but_see_only_the_callers_teams(team_db: T
     with team_db.connect(alice) as conn:
         for only in (None, ["b"], ["a", "b"]):
             found = conn.execute(
-                "SELECT count(*) FROM memvault.keyword_candidates(ARRAY['bravo', 'plan'], false, ARRAY['bravo'], %s, 50)",
+                "SELECT count(*) FROM memvault.keyword_candidates("
+                "ARRAY['bravo', 'plan'], false, ARRAY['bravo'], %s, 50)",
                 (only,),
             ).fetchone()[0]
             assert found == 0
@@ -201,7 +202,9 @@ def test_search_functions_run_as_owner_but_see_only_the_callers_teams(team_db: T
             assert bravo == 0
             assert (total, convention) == ((1, 1) if only == ["b"] else (2, 2))  # org entries always count
         assert conn.execute("SELECT memvault.session_teams(NULL)").fetchone()[0] == ["a"]
-        mine = conn.execute("SELECT count(*) FROM memvault.keyword_candidates(ARRAY['alpha'], false, ARRAY['alpha'], NULL, 9)")
+        mine = conn.execute(
+            "SELECT count(*) FROM memvault.keyword_candidates(ARRAY['alpha'], false, ARRAY['alpha'], NULL, 9)"
+        )
         assert mine.fetchone()[0] == 1
 
 
