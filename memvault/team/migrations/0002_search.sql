@@ -32,7 +32,7 @@ $$;
 -- estimated from a sample of about `sample_rows` rows (a common word's weight needs no more precision).
 CREATE FUNCTION memvault.term_stats(terms text[], only_teams text[], cap integer, sample_rows integer)
 RETURNS bigint[]
-LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     mine text[] := memvault.session_teams(only_teams);
     total bigint;
@@ -80,7 +80,7 @@ $$;
 CREATE FUNCTION memvault.keyword_candidates(
     match_terms text[], match_all boolean, rank_terms text[], only_teams text[], lim integer)
 RETURNS TABLE (uid uuid, rank real)
-LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
     SELECT e.uid, ts_rank(e.tsv, q.ranked, 1)
     FROM memvault.entries e,
          (SELECT memvault.words_query(match_terms, match_all) AS matched,
