@@ -44,6 +44,7 @@ import os
 import random
 import sys
 import time
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +93,7 @@ def _words(text: str) -> set[str]:
     """`reflect_score.words` (Latin words, crudely stemmed) and the words of other scripts: a Cyrillic or Greek
     word's first five letters, a Chinese, Japanese or Korean run's letter pairs. Without them a Russian or
     Chinese statement shared no word with its own quote and was trained as "none"."""
+    text = unicodedata.normalize("NFKC", text)  # full-width punctuation as the units read it
     out = words(text)
     for w in judge._WORD.findall(text.lower()):
         if w.isascii():

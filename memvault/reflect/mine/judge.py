@@ -223,7 +223,7 @@ def sentences(text: str, echo: str = "") -> list[str]:
     for raw in prose(typed(text, echo)).splitlines():
         for item in _items(raw):
             line = _BOLD.sub("", _LIST_MARKER.sub("", item)).strip()
-            if pasted(line):
+            if _pasted(line):
                 continue
             for piece in _SENTENCE_END.split(line):
                 piece = piece.strip(" \t-–—")
@@ -232,6 +232,20 @@ def sentences(text: str, echo: str = "") -> list[str]:
                 if len(_WORD.findall(piece)) >= 2 or len(_HAN.findall(piece)) >= 4:
                     out.append(piece)
     return out
+
+
+def _pasted(line: str) -> bool:
+    """`userwords.pasted`, but a Chinese, Japanese or Korean sentence (no spaces) is not a long unspaced token.
+
+    Such a line is judged on its first 60 characters, where that rule cannot fire (logs, code, tables and
+    lines of few letters are still pasted).
+    """
+    if not pasted(line):
+        return False
+    text = line.strip()
+    if len(text) <= 60 or " " in text or len(_HAN.findall(text)) < 4:
+        return True
+    return pasted(text[:60])
 
 
 def _items(line: str) -> list[str]:
