@@ -263,3 +263,21 @@ def test_init_db_refuses_a_database_newer_than_this_memvault(team_db: TeamDb) ->
         conn.commit()
         with pytest.raises(schema.SchemaError, match="newer than this memvault knows"):
             schema.init_db(conn)
+
+
+def test_a_team_joined_later_is_not_in_the_incremental_pull_but_in_my_teams(team_db: TeamDb, members) -> None:
+    """Why a client re-pulls from 0 when `my_teams` grew: the cursor passed the new team's older entries."""
+    alice, _, bob = members
+    with team_db.connect(bob) as conn:
+        server.publish(conn, entry("B rule", "bravo team rule", team="b"))
+    with team_db.connect(alice) as conn:
+        assert server.my_teams(conn) == ["a"]
+        server.publish(conn, entry("A rule", "alpha team rule"))
+        rows, cursor = server.changes_since(conn, 0)
+        assert [r.title for r in rows] == ["A rule"]
+    with team_db.connect() as conn:
+        admin.add_member(conn, alice, ["b"])
+    with team_db.connect(alice) as conn:
+        assert server.my_teams(conn) == ["a", "b"]
+        assert server.changes_since(conn, cursor) == ([], cursor)
+        assert [r.title for r in server.changes_since(conn, 0)[0]] == ["B rule", "A rule"]

@@ -2,6 +2,10 @@
 
 Every function takes a psycopg connection made by `db.connect` as the member (row-level security decides what it
 sees and may change), and commits or raises. The security model: wiki/explanation/team-memory.md.
+
+Beyond the contract with the client (T32common): `my_teams` (added). A pull's cursor covers the teams the member was
+in when it pulled; entries of a team joined later that changed before the cursor are never in `changes_since`'s
+answer, so a client whose `my_teams` grew pulls again from 0 (rows are idempotent by uid and version).
 """
 
 from __future__ import annotations
@@ -267,6 +271,14 @@ def changes_since(
         ).fetchall()
     entries = [_row(r[:18], r[18] if vectors else None) for r in rows]
     return entries, (entries[-1].change_seq if len(entries) == limit else max(settled, cursor))
+
+
+@_needs_schema
+def my_teams(conn: Any) -> list[str]:
+    """The teams this member is in (what their pulls and searches cover, with the org's entries)."""
+    with conn.transaction():
+        rows = conn.execute("SELECT team FROM memvault.team_members WHERE role_name = current_user ORDER BY team")
+        return [r[0] for r in rows.fetchall()]
 
 
 @_needs_schema
