@@ -240,7 +240,10 @@ def test_a_rule_typed_in_another_script_is_a_unit() -> None:
 
 def test_a_long_chinese_sentence_is_not_taken_for_a_pasted_token() -> None:
     # more than 60 characters without a space: the rules' reader takes such a line for a pasted token
-    rule = "我觉得差不多,然后我们应该避免在整个文档的代码定义里使用缩写,这是一个抽象的简写,应该用集群中实际的资源名称来命名,保持语义清晰"
+    rule = (
+        "我觉得差不多,然后我们应该避免在整个文档的代码定义里使用缩写,"
+        "这是一个抽象的简写,应该用集群中实际的资源名称来命名,保持语义清晰"
+    )
     assert len(rule) > 60 and " " not in rule
     assert [u.text for u in judge.units(_turns(rule))] == [rule]
     assert judge.units(_turns("x" * 80)) == []  # a long unspaced Latin token still is one
