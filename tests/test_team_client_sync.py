@@ -231,3 +231,19 @@ def test_a_member_deletes_a_team_note_for_everyone_unless_it_changed_since_their
     assert rows["rule-0"]["deleted"] and not rows["rule-1"]["deleted"]
     alice.run("team", "pull")
     assert gone not in alice.mirror()  # the tombstone reaches every member
+
+
+def test_a_team_joined_after_a_pull_brings_its_older_entries(team: TeamDb, tmp_path: Path) -> None:
+    from memvault.team import admin
+
+    alice = add_member(team, tmp_path, "alice", ["backend", "frontend"])
+    bob = add_member(team, tmp_path, "bob", ["backend"])
+    publish_many(team, alice, 2, prefix="front", team_name="frontend")  # before bob is in frontend
+    publish_many(team, alice, 2, prefix="back")
+    bob.run("team", "pull")
+    assert sorted(bob.mirror()) == ["MemoryVault/team/backend/back-0.md", "MemoryVault/team/backend/back-1.md"]
+    with team.connect() as conn:
+        admin.add_member(conn, bob.role, ["backend", "frontend"])
+        conn.commit()
+    bob.run("team", "pull")
+    assert "MemoryVault/team/frontend/front-0.md" in bob.mirror() and len(bob.mirror()) == 4

@@ -167,14 +167,21 @@ def _pull(
     deadline: float | None,
     changes_since: Callable[..., tuple[list[Any], int]] | None,
 ) -> PullReport:
+    teams: list[str] | None = None
     if changes_since is None:
         from . import server
 
         changes_since = server.changes_since
+        teams = server.my_teams(conn)
     report = PullReport(cursor=int(state.pull_state().get("cursor") or 0))
     if mirror == "none":
         state.record_pull(cursor=None, error=None, pulled=0, mirror=mirror)
         return report
+    known = state.pull_state().get("teams")
+    if teams is not None and report.cursor and not (isinstance(known, list) and set(teams) <= set(known)):
+        # A team joined since the last pull holds entries older than the cursor: read everything again
+        # (entries already mirrored at their version are left as they are).
+        report.cursor = 0
     mirrored = scan(vault)  # read once per pull, then kept up to date with what each batch writes
     try:
         while deadline is None or time.monotonic() < deadline:
@@ -194,7 +201,7 @@ def _pull(
     except Exception as exc:
         state.record_pull(cursor=None, error=f"{type(exc).__name__}: {exc}"[:300], mirror=mirror)
         raise
-    state.record_pull(cursor=report.cursor, error=None, pulled=report.changes, mirror=mirror)
+    state.record_pull(cursor=report.cursor, error=None, pulled=report.changes, mirror=mirror, teams=teams)
     return report
 
 

@@ -88,8 +88,18 @@ class TeamState:
         """{cursor, last_attempt, last_success, error, pulled} of the last pull (empty before the first)."""
         return self._read("pull.json")
 
-    def record_pull(self, *, cursor: int | None, error: str | None, pulled: int = 0, mirror: str = "") -> None:
+    def record_pull(
+        self,
+        *,
+        cursor: int | None,
+        error: str | None,
+        pulled: int = 0,
+        mirror: str = "",
+        teams: list[str] | None = None,
+    ) -> None:
         data = self.pull_state()
+        if teams is not None:  # the member's teams the cursor covers (a team joined later is pulled from the start)
+            data["teams"] = teams
         now = time.time()
         data["last_attempt"] = now
         data["error"] = error
