@@ -147,6 +147,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.worker:
         return worker(args)
+    bl.use_locomo(args.locomo)  # before any venv is made: without the data, one `skipped:` line
     base = (args.keep or Path(tempfile.mkdtemp(prefix="mv-bench-hooks-"))).resolve()
     base.mkdir(parents=True, exist_ok=True)
     results: dict[str, dict] = {}
@@ -156,8 +157,7 @@ def main() -> int:
             out = base / f"result-{name}.json"
             command = [str(python), __file__, "--worker", "--keep", str(base), "--json", str(out), "--size",
                        str(args.size), "--runs", str(args.runs), "--budget-ms", str(args.budget_ms)]  # fmt: skip
-            if args.locomo:
-                command += ["--locomo", str(args.locomo)]
+            command += ["--locomo", str(bl.LOCOMO)]
             print(f"== {name}: {python}", flush=True)
             subprocess.run(command, check=True, cwd=base)  # not the checkout: `python -m` would import its memvault
             results[name] = json.loads(out.read_text())
