@@ -101,14 +101,14 @@ class Report:
 
 def locate(claude: Path, project: Path) -> list[Location]:
     """Every SKILL.md Claude Code would load: the user's, the project's, each plugin's newest version."""
-    found = [Location("user", p) for p in _skill_files(claude / "skills")]
+    found = [Location("user", p) for p in skill_files(claude / "skills")]
     found += [
-        Location("project", p, project=project, confine=project) for p in _skill_files(project / ".claude" / "skills")
+        Location("project", p, project=project, confine=project) for p in skill_files(project / ".claude" / "skills")
     ]
     cache = claude / "plugins" / "cache"
-    for marketplace in _subdirs(cache):
-        for plugin in _subdirs(marketplace):
-            versions = _subdirs(plugin)
+    for marketplace in subdirs(cache):
+        for plugin in subdirs(marketplace):
+            versions = subdirs(plugin)
             if not versions:
                 continue
             newest = newest_version(versions)
@@ -116,7 +116,7 @@ def locate(claude: Path, project: Path) -> list[Location]:
                 Location(
                     "plugin", p, marketplace=marketplace.name, plugin=plugin.name, version=newest.name, confine=newest
                 )
-                for p in _skill_files(newest / "skills")
+                for p in skill_files(newest / "skills")
             ]
     return found
 
@@ -132,16 +132,17 @@ def newest_version(versions: list[Path]) -> Path:
     return max(versions, key=key)
 
 
-def _subdirs(folder: Path) -> list[Path]:
+def subdirs(folder: Path) -> list[Path]:
+    """The folders in `folder`, hidden ones left out, sorted; none when it cannot be read."""
     try:
         return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
     except OSError:
         return []
 
 
-def _skill_files(folder: Path) -> list[Path]:
+def skill_files(folder: Path) -> list[Path]:
     """Each skill folder's SKILL.md, symlinks included (`read_skill` refuses the ones that lead out)."""
-    return [d / "SKILL.md" for d in _subdirs(folder) if (d / "SKILL.md").is_file() or (d / "SKILL.md").is_symlink()]
+    return [d / "SKILL.md" for d in subdirs(folder) if (d / "SKILL.md").is_file() or (d / "SKILL.md").is_symlink()]
 
 
 # ---- reading one skill (pure apart from reading the file) ----------------------------------------

@@ -24,6 +24,7 @@ from typing import Any
 
 from memvault import paths
 from memvault.claude import confined, settings
+from memvault.claude.skills_index import skill_files, subdirs
 from memvault.config import Config
 from memvault.errors import MemvaultError
 from memvault.store import notes, privacy
@@ -170,7 +171,7 @@ def local(places: Places) -> Found:
     places = dataclasses.replace(places, repositories=(*places.repositories, *clones))
     seen: set[str] = set()
     for origin, skills_dir, confine in _local_dirs(places):
-        for skill_md in _skill_files(skills_dir):
+        for skill_md in skill_files(skills_dir):
             real = os.path.realpath(skill_md)
             if real in seen:  # one skill linked into several agents' folders is one pattern
                 continue
@@ -189,8 +190,8 @@ def cloned(places: Places) -> tuple[list[Path], Found]:
     found = Found()
     if not places.urls:
         return [], found
-    pool = [*_subdirs(places.claude / "plugins" / "marketplaces"), *places.repositories, places.project]
-    pool += _subdirs(places.project.parent)
+    pool = [*subdirs(places.claude / "plugins" / "marketplaces"), *places.repositories, places.project]
+    pool += subdirs(places.project.parent)
     by_remote: dict[str, Path] = {}
     for folder in pool:
         remote = _origin(folder)
@@ -239,14 +240,14 @@ def _local_dirs(places: Places) -> list[tuple[str, Path, Path | None]]:
         for version in _plugin_versions(places.claude / "plugins" / "cache"):
             dirs.append(("plugins", version / "skills", version))
     if "plugins" in kinds:  # the marketplaces' catalogues: plugins installed or not
-        for market in _subdirs(places.claude / "plugins" / "marketplaces"):
+        for market in subdirs(places.claude / "plugins" / "marketplaces"):
             dirs.append(("marketplaces", market / "skills", market))
-            for plugin in _subdirs(market / "plugins") + _subdirs(market):
+            for plugin in subdirs(market / "plugins") + subdirs(market):
                 dirs.append(("marketplaces", plugin / "skills", market))
     if "host-skills" in kinds:
         dirs.append(("codex", places.codex / "skills", None))
         dirs.append(("gemini", places.gemini / "skills", None))
-        for extension in _subdirs(places.gemini / "extensions"):
+        for extension in subdirs(places.gemini / "extensions"):
             dirs.append(("gemini", extension / "skills", extension))
         dirs.append(("agents", places.agents / "skills", None))
     for repo in places.repositories:
@@ -258,9 +259,9 @@ def _plugin_versions(cache: Path) -> list[Path]:
     from memvault.claude.skills_index import newest_version  # the skills index's rule for "installed"
 
     found = []
-    for market in _subdirs(cache):
-        for plugin in _subdirs(market):
-            versions = _subdirs(plugin)
+    for market in subdirs(cache):
+        for plugin in subdirs(market):
+            versions = subdirs(plugin)
             if versions:
                 found.append(newest_version(versions))
     return found
@@ -280,17 +281,6 @@ def _skills_dirs_in(repo: Path) -> list[Path]:
             found.append(Path(top))
             dirs[:] = []
     return found
-
-
-def _subdirs(folder: Path) -> list[Path]:
-    try:
-        return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
-    except OSError:
-        return []
-
-
-def _skill_files(folder: Path) -> list[Path]:
-    return [d / "SKILL.md" for d in _subdirs(folder) if (d / "SKILL.md").is_file() or (d / "SKILL.md").is_symlink()]
 
 
 def read_pattern(skill_md: Path, origin: str, *, confine: Path | None) -> Pattern:

@@ -300,15 +300,7 @@ def _run_gemini(executable: str, model: str, prompt: str, budget: Budget, state:
             gemini._write_private(target, data.encode("utf-8"))
         code, stdout, stderr = run_child(argv, prompt, env=gemini.child_env(home), cwd=str(home / "work"),
                                          timeout=budget.seconds)  # fmt: skip
-    try:
-        report = json.loads(stdout)
-    except ValueError:
-        report = None
-    report = report if isinstance(report, dict) else {}
-    if code != 0 or "error" in report:
-        lines = [s for s in (stderr or stdout).splitlines() if s.strip()]
-        raise MinerError(f"{executable} exited with {code}: {clip(lines[-1] if lines else 'no output', 200)}",
-                         answered=gemini._spent(report))  # fmt: skip
+    report = gemini.report_of(executable, code, stdout, stderr)
     stats = report.get("stats")
     tools = stats.get("tools") if isinstance(stats, dict) else None
     calls = tools.get("totalCalls") if isinstance(tools, dict) else None

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import array
 import contextlib
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -45,21 +45,8 @@ class Sent:
 
 
 def to_entry(out: envelope.Outgoing) -> server.EntryIn:
-    return server.EntryIn(
-        uid=out.uid,
-        scope=out.scope,
-        team=out.team,
-        kind=out.kind,
-        title=out.title,
-        slug=out.slug,
-        body=out.body,
-        frontmatter=out.frontmatter,
-        content_hash=out.content_hash,
-        embedding=out.embedding,
-        model_id=out.model_id,
-        supersedes=out.supersedes,
-        base_version=out.base_version,
-    )
+    """What the server takes of an outgoing entry: every field of `server.EntryIn`, by name."""
+    return server.EntryIn(**{field.name: getattr(out, field.name) for field in fields(server.EntryIn)})
 
 
 def with_vector(vault: Vault, out: envelope.Outgoing) -> envelope.Outgoing:

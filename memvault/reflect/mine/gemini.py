@@ -77,6 +77,20 @@ def ask(window: Window, turns: Sequence[Turn], *, executable: str, model: str, t
     with private_home(Path(cwd)) as home:
         code, stdout, stderr = run_child(command(executable, model), claude.window_input(window),
                                          env=child_env(home), cwd=str(home / "work"), timeout=timeout)  # fmt: skip
+    report = report_of(executable, code, stdout, stderr)
+    answer = report.get("response")
+    if not isinstance(answer, str):
+        raise MinerError("the output has no 'response' text", answered=True)
+    try:
+        return claude.parse_answer(answer, window, turns)
+    except MinerError as exc:
+        exc.answered = True  # the model answered, if not as asked
+        raise
+
+
+def report_of(executable: str, code: int, stdout: str, stderr: str) -> dict[str, Any]:
+    """`gemini -p --output-format json`'s report; MinerError (with the error's message, or the last line said)
+    when it failed or reported an error."""
     try:
         report = json.loads(stdout)
     except ValueError:
@@ -88,14 +102,7 @@ def ask(window: Window, turns: Sequence[Turn], *, executable: str, model: str, t
         lines = [line for line in (stderr or stdout).splitlines() if line.strip()]
         said = said if isinstance(said, str) and said else (lines[-1] if lines else "no output")
         raise MinerError(f"{executable} exited with {code}: {clip(said, 200)}", answered=_spent(report))
-    answer = report.get("response")
-    if not isinstance(answer, str):
-        raise MinerError("the output has no 'response' text", answered=True)
-    try:
-        return claude.parse_answer(answer, window, turns)
-    except MinerError as exc:
-        exc.answered = True  # the model answered, if not as asked
-        raise
+    return report
 
 
 def user_home() -> Path:
