@@ -89,19 +89,22 @@ def hand_over(event: str, host: str | None = None) -> tuple[bytes, str] | None:
         if isinstance(reply, str):
             return raw, reply
         answered_ms = round((time.monotonic() - proctime.started()[0]) * 1000, 1)  # the rest is writing and printing
-        writes = wire.items(reply.get("writes", "0:"))
+        # All of the answer read before anything is done: a malformed part hands the event to the full hook whole.
+        stdout, log, logline = (wire.text(reply[key]) for key in ("stdout", "log", "logline"))
+        writes, removes = wire.items(reply.get("writes", "0:")), wire.items(reply.get("removes", "0:"))
+        jobs = [job.split("\0") for job in wire.items(reply.get("jobs", "0:"))]
+        job_log = wire.text(reply["job_log"]) if jobs else ""
         if len(writes) % 2:
             raise ValueError("the service's writes are not path, text pairs")
         for path, text in zip(writes[0::2], writes[1::2], strict=True):  # before printing: one failing, the full hook
             userfiles.replace(path, text)
-        for path in wire.items(reply.get("removes", "0:")):
+        for path in removes:
             try:  # noqa: SIM105 - contextlib costs this process 5 ms of imports
                 os.unlink(path)
             except FileNotFoundError:
                 pass
-        for job in wire.items(reply.get("jobs", "0:")):
-            start_job(job.split("\0"), wire.text(reply["job_log"]))
-        stdout, log, logline = (wire.text(reply[key]) for key in ("stdout", "log", "logline"))
+        for args in jobs:
+            start_job(args, job_log)
     except TimeoutError:  # the socket's own timeout or a deadline here
         return raw, "the service did not answer in time"
     except Exception as exc:  # anything unexpected: the full hook runs, as it would without the service
