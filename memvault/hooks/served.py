@@ -31,7 +31,8 @@ MAX_AGE_S = 60.0  # a hook process older than this is not one the service should
 
 
 def prompt_hook(call: service.Call) -> dict[str, Any]:
-    """Run a hook event for the hook process that sent it; the reply carries `stdout`, `writes` and the log line."""
+    """Run a hook event for the hook process that sent it; the reply carries `stdout`, the files to write and remove,
+    the jobs to start and the log line (in `memvault.wire`'s terms for a hook that asked that way)."""
     entered = time.monotonic()
     request = call.request
     event, text, started = request.get("event"), request.get("payload"), request.get("started")

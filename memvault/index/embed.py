@@ -114,7 +114,6 @@ class Embedder:
             show_progress_bar=False,
         )
 
-
     @staticmethod
     def _threads(threads: int | None) -> None:
         """Set torch's intra-op threads for this call (and after it)."""
