@@ -22,8 +22,8 @@ def is_message(line: bytes) -> bool:
 
 
 def pack(fields: dict[str, Value]) -> bytes:
-    """One message line (newline-ended): strings and bytes as hex, lists of strings as comma-joined hex,
-    numbers as their text, booleans as 1 or 0; a None field is left out."""
+    """One message line (newline-ended): strings and bytes as hex, lists of strings as their length, a colon and
+    their items' hex joined by commas, numbers as their text, booleans as 1 or 0; a None field is left out."""
     parts = [MAGIC]
     for name, value in fields.items():
         if value is None:
