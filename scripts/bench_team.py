@@ -238,17 +238,23 @@ def search_figures(built: Built, embedder: Any, n: int, log: Any = print) -> dic
     return out
 
 
+def _pull_all(conn: Any, cursor: int) -> tuple[int, int]:
+    """Every change past `cursor`, in pages of 500 as the client asks: how many rows, and the cursor reached."""
+    rows = 0
+    while True:
+        page, cursor = server.changes_since(conn, cursor, 500)
+        rows += len(page)
+        if len(page) < 500:
+            return rows, cursor
+
+
 def pull_figures(built: Built, changes: int = 1000, log: Any = print) -> dict[str, float]:
     """The server's side of a member's pulls: the first (every entry of team small), then `changes` edits by
     another member pulled incrementally. Pages of 500 with vectors, as the client asks."""
     out: dict[str, float] = {}
     with built.db.connect(built.newcomer) as conn:
-        started, cursor, rows = time.perf_counter(), 0, 0
-        while True:
-            page, cursor = server.changes_since(conn, cursor, 500)
-            rows += len(page)
-            if len(page) < 500:
-                break
+        started = time.perf_counter()
+        rows, cursor = _pull_all(conn, 0)
         out["first_s"], out["first_rows"] = time.perf_counter() - started, rows
         log(f"first pull: {rows:,} entries in {out['first_s']:.2f} s (changes_since, pages of 500, vectors included)")
     with built.db.connect(built.editor) as conn:
@@ -266,12 +272,8 @@ def pull_figures(built: Built, changes: int = 1000, log: Any = print) -> dict[st
         log(f"publish an edit: {percentiles(ms)}")
         out["publish_p50_ms"] = statistics.median(ms)
     with built.db.connect(built.newcomer) as conn:
-        started, rows = time.perf_counter(), 0
-        while True:
-            page, cursor = server.changes_since(conn, cursor, 500)
-            rows += len(page)
-            if len(page) < 500:
-                break
+        started = time.perf_counter()
+        rows, cursor = _pull_all(conn, cursor)
         out["incremental_s"], out["incremental_rows"] = time.perf_counter() - started, rows
         log(f"incremental pull: {rows:,} changes in {out['incremental_s']:.2f} s")
     return out

@@ -24,6 +24,7 @@ from .team_client_helpers import (
     CONVENTION,
     HOOKS,
     PROMPT,
+    Member,
     add_member,
     entries,
     everything,
@@ -111,13 +112,7 @@ def test_server_absent_publish_waits_in_the_outbox_and_the_session_start_says_wh
     assert "queued" in queued.stdout and "published" not in queued.stdout
     assert [q.source_path for q in alice.state().queued()] == [rel]
     # the session start's background job: the local work done, the team part offline, and why, for health
-    job = subprocess.run(
-        [sys.executable, "-m", "memvault.hooks.jobs", "start"],
-        env=alice.env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    job = start_job(alice)
     assert job.returncode == 0, job.stderr
     [record] = [r for r in job_log(alice) if r.get("hook") == "job:start"]
     assert record["result"] == "success" and record["team"] == "offline" and "reindexed" in record
@@ -127,13 +122,7 @@ def test_server_absent_publish_waits_in_the_outbox_and_the_session_start_says_wh
     assert "cannot reach" in team_health["last_error"] and "failed" in team_health["line"]
 
     pg_control.start()
-    job = subprocess.run(
-        [sys.executable, "-m", "memvault.hooks.jobs", "start"],
-        env=alice.env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    job = start_job(alice)
     assert job.returncode == 0
     [row] = entries(team)
     assert row["slug"] == "alembic-migrations" and row["author"] == alice.role
@@ -302,3 +291,9 @@ def test_a_pulled_entry_brings_its_vector_when_the_model_matches_and_nothing_is_
     assert embedded == embed.DEFAULT_NAME  # counts as embedded: the service will not embed it again
     assert array.array("f", blob).tolist() == pytest.approx(sent["one-chunk"], abs=1e-6)
     assert by_path["MemoryVault/team/backend/other-model.md"] == (None, None)  # another model's vector: not used
+
+
+def start_job(member: Member) -> subprocess.CompletedProcess[str]:
+    """The session start's background job, as SessionStart starts it, for `member`."""
+    return subprocess.run([sys.executable, "-m", "memvault.hooks.jobs", "start"], env=member.env,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
