@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from memvault import open_vault
+from memvault import MemvaultError, open_vault
+from memvault.store import disk
 
 from .conftest import git, snapshot
 
@@ -77,3 +78,38 @@ def test_an_edit_saved_while_memvault_writes_is_kept_and_the_write_refused(
     vault = open_vault(vault_dir)  # nothing is left to replay either
     assert snapshot(vault_dir) == edited and not list(vault.journal_dir.glob("*.json"))
     assert git(vault_dir, "rev-list", "--count", "HEAD").strip() == "1"
+
+
+@pytest.mark.parametrize("then", ["nothing else", "the note saved again"])
+@pytest.mark.skipif(os.name == "nt", reason="Windows cannot rename over a file an editor holds open")
+def test_a_save_that_lands_in_the_file_memvault_just_replaced_is_put_back(
+    vault_dir: Path, monkeypatch: pytest.MonkeyPatch, then: str
+) -> None:
+    """Obsidian opened the note to save it (truncate, write) just before memvault's rename; its bytes land
+    in the old file after the rename. Without a second look they would be gone with that file."""
+    vault = open_vault(vault_dir)
+    note = vault_dir / OLD
+    text = note.read_text(encoding="utf-8")
+    editor = open(note, "r+", encoding="utf-8")  # noqa: SIM115 - held open across the rename, as an editor's save is
+    real_fsync_dir = disk.fsync_dir
+
+    def save_lands(folder: Path) -> None:  # memvault has renamed its text over the note: the save lands now
+        if Path(folder) == note.parent and not editor.closed:
+            editor.truncate(0)
+            editor.write(text + EDIT)
+            editor.close()
+            if then == "the note saved again":  # and something wrote the path itself too, before memvault looked
+                note.write_text(text + "\nAnother save.\n", encoding="utf-8")
+        real_fsync_dir(folder)
+
+    monkeypatch.setattr(disk, "fsync_dir", save_lands)
+    with pytest.raises(MemvaultError) as refused:
+        vault.update(OLD, meta={"confidence": "high"})
+    assert refused.value.code == "conflict"
+    copies = [p for p in note.parent.iterdir() if disk.is_conflict_copy(p.name)]
+    if then == "nothing else":
+        assert note.read_text(encoding="utf-8") == text + EDIT and copies == []
+    else:
+        assert note.read_text(encoding="utf-8") == text + "\nAnother save.\n"
+        assert [c.read_text(encoding="utf-8") for c in copies] == [text + EDIT]
+        assert copies[0].name in str(refused.value)

@@ -113,10 +113,11 @@ def apply(root: Path, intent: Intent, *, check: bool = False) -> None:
                 disk.remove(target)
                 done.append((target, old))
             elif digest(target) != text_digest(op.content):
-                seen: list[bytes | None] = []
-                guard = (lambda t=target, o=op, s=seen: s.append(_expect(t, o.before, o.path))) if check else None
-                disk.atomic_write(target, op.content.encode("utf-8"), before_replace=guard)
-                done.append((target, seen[0] if seen else None))
+                if check:
+                    done.append((target, _write_unless_changed(target, op.content.encode("utf-8"), op.before, op.path)))
+                else:
+                    disk.atomic_write(target, op.content.encode("utf-8"))
+                    done.append((target, None))
             fault.checkpoint(f"{op.path} {'deleted' if op.content is None else 'written'}")
     except (MemvaultError, OSError) as exc:
         if not check:
@@ -138,14 +139,96 @@ def _expect(target: Path, before: str, rel: str) -> bytes | None:
         data: bytes | None = target.read_bytes()
     except FileNotFoundError:
         data = None
-    if (ABSENT if data is None else hashlib.sha256(data).hexdigest()) != before:
-        raise SafetyError(
-            f"{rel} changed on disk while memvault was writing it (edited in Obsidian or synced?); nothing was"
-            " overwritten: re-read it and try again",
-            code="conflict",
-            path=rel,
-        )
+    _same_or_conflict(data, before, rel)
     return data
+
+
+def _same_or_conflict(data: bytes | None, before: str, rel: str) -> None:
+    if (ABSENT if data is None else hashlib.sha256(data).hexdigest()) != before:
+        raise _conflict(rel)
+
+
+def _conflict(rel: str, kept: str = "") -> SafetyError:
+    return SafetyError(
+        f"{rel} changed on disk while memvault was writing it (edited in Obsidian or synced?); nothing was"
+        f" overwritten{kept}: re-read it and try again",
+        code="conflict",
+        path=rel,
+    )
+
+
+SETTLE_SECONDS = 0.02  # an editor's save (truncate, write) that began lands within this; re-read until it holds
+SETTLE_LIMIT = 2.0
+
+
+def _write_unless_changed(target: Path, data: bytes, before: str, rel: str) -> bytes | None:
+    """Rename `data` over `target` only if the file is still as read; returns its bytes before (None: absent).
+
+    An editor saves in place (truncate, write) and takes no lock, so a save can land between the last
+    check and the rename, or in the old file after the rename (it was opened just before). On POSIX the
+    old file stays open across the rename and is read again after it: if it changed, that save is put
+    back (at the path if memvault's text is still there, else in a conflict copy beside it, which `health`
+    reports) and the write is a conflict. Windows cannot rename over an open file: there the check is
+    the read right before the rename.
+    """
+    held: list[tuple[int, bytes]] = []
+    seen: list[bytes | None] = []
+
+    def guard() -> None:
+        if os.name == "nt":
+            seen.append(_expect(target, before, rel))
+            return
+        try:
+            fd = os.open(target, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO never blocks
+        except FileNotFoundError:
+            _same_or_conflict(None, before, rel)
+            seen.append(None)
+            return
+        old = _read_fd(fd)
+        held.append((fd, old))
+        _same_or_conflict(old, before, rel)
+        seen.append(old)
+
+    try:
+        disk.atomic_write(target, data, before_replace=guard)
+        if held:
+            fault.checkpoint(f"{rel} renamed")
+            _put_back_a_late_save(target, *held[0], data, rel)
+    finally:
+        for fd, _ in held:
+            os.close(fd)
+    return seen[0]
+
+
+def _read_fd(fd: int) -> bytes:
+    os.lseek(fd, 0, os.SEEK_SET)
+    chunks = []
+    while chunk := os.read(fd, 1024 * 1024):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _put_back_a_late_save(target: Path, fd: int, old: bytes, written: bytes, rel: str) -> None:
+    """The replaced file, read again: unchanged is the common case; else its newest text is kept, not lost."""
+    now = _read_fd(fd)
+    if now == old:
+        return
+    deadline = time.monotonic() + SETTLE_LIMIT
+    while time.monotonic() < deadline:  # a save under way: wait until two reads agree
+        time.sleep(SETTLE_SECONDS)
+        again, now = now, _read_fd(fd)
+        if again == now:
+            break
+    try:
+        current = target.read_bytes()
+    except FileNotFoundError:
+        current = None
+    if current == written:
+        disk.atomic_write(target, now)
+        raise _conflict(rel)
+    copy = target.with_name(f"{target.stem} (memvault conflict {time.strftime('%Y-%m-%d %H%M%S')}){target.suffix}")
+    disk.atomic_write(copy, now)
+    raise _conflict(rel, f"; the edit saved meanwhile is kept in {copy.name}")
 
 
 def pending(journal_dir: Path) -> list[Path]:
