@@ -1,10 +1,12 @@
 """Adapt the packaged MiniLM to the team's recall data: a linear map over its query vectors, or a fine-tune.
 
-    nice python scripts/train_adapter.py linear  [--rank R] [--steps N] [--save FILE] [--test]
+    nice python scripts/train_adapter.py linear  [--rank R] [--steps N] [--floor W] [--save FILE] [--test]
     nice python scripts/train_adapter.py finetune [--epochs N] [--limit N] [--test]
     nice python scripts/train_adapter.py stock [--test]
+    nice python scripts/train_adapter.py map [--map FILE] [--test]     (score a saved map, default the shipped one)
 
-Data: every scripts/data/recall_train/*.jsonl through recall_data.py, split by group (train / dev / test).
+Data: every scripts/data/recall_train/*.jsonl through recall_data.py (or the --files named), split by group
+(train / dev / test).
 Training reads the train split only; settings are chosen on dev; `--test` adds the test figures (report
 them once, for the chosen setting). LoCoMo and the preference set are never read here.
 
@@ -15,15 +17,26 @@ relevant passages masked (in-batch negatives, and the prompt's labelled non-rele
 pool as hard negatives, weighted up by --hard), plus a logistic loss on every labelled pair so that
 relevant and non-relevant cosines separate across prompts (AUC), plus --decay ‖A‖² (stay near the stock
 space). `--symmetric` applies M to the passages too (the stored vectors would change: a new model id).
+`--floor W` adds the floor's term (one cosine threshold for every prompt, as the relevance floor uses it): a
+logistic on (cos − --floor-at) / --floor-width, the relevant pairs against each train prompt's --mine
+best-ranked passages not relevant to it, mined afresh each step (a prompt with no relevant passage brings its
+best passages, as an unrelated prompt reaches the floor with its best hit).
 
 `finetune`: the model itself, sentence-transformers' MultipleNegativesRankingLoss over (prompt, relevant
 passage, a labelled non-relevant passage of the same prompt, else another train passage) in batches
 that never hold one passage twice, AdamW, a plain torch loop (no `datasets`/`accelerate` needed).
 
+(Over 400 lines: both methods, their data and their shared scores stay in one script, so that one run prints
+them side by side on the same split.)
+
 Scores, per split: each prompt with a relevant passage ranks ALL passages of the data (every split, every
 file: its own group's and all the others) — recall@1/5/10 and MRR of the first relevant one; and AUC, the
 chance a labelled relevant pair's cosine beats a labelled non-relevant pair's (every labelled pair of the
-split, across prompts). Deterministic: fixed seed, one torch thread per --threads, CPU only.
+split, across prompts); and what a cosine floor can keep: the share of relevant pairs at or above the lowest
+threshold that lets through at most 5 % of the negatives (each prompt's best-ranked passage not relevant to it;
+also with only the prompts that have no relevant passage, and only those labelled `unrelated` alone), and the
+shares over 0.435 (the hand-set floor's constant). Deterministic: fixed seed, one torch thread per --threads,
+CPU only.
 """
 
 from __future__ import annotations
@@ -35,7 +48,7 @@ import random
 import sys
 import time
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +68,8 @@ class Data:
     prompts: list[str]
     passages: list[str]
     pairs: dict[str, list[tuple[int, int, int]]]  # split → (prompt i, passage j, label)
+    examples: dict[str, list[recall_data.Example]] = field(default_factory=dict)  # split → its examples
+    prompt_of: dict[str, int] = field(default_factory=dict)  # prompt text → i
 
     def relevant(self, split: str) -> dict[int, set[int]]:
         out: dict[int, set[int]] = defaultdict(set)
@@ -68,11 +83,13 @@ def data(examples: list[recall_data.Example]) -> Data:
     prompts: dict[str, int] = {}
     passages: dict[str, int] = {}
     pairs: dict[str, list[tuple[int, int, int]]] = {s: [] for s in recall_data.SPLITS}
+    by_split: dict[str, list[recall_data.Example]] = {s: [] for s in recall_data.SPLITS}
     for ex in examples:
         i = prompts.setdefault(ex.prompt, len(prompts))
         j = passages.setdefault(ex.passage, len(passages))
         pairs[ex.split].append((i, j, ex.label))
-    return Data(list(prompts), list(passages), pairs)
+        by_split[ex.split].append(ex)
+    return Data(list(prompts), list(passages), pairs, by_split, prompts)
 
 
 # ---- stock vectors (cached by text) --------------------------------------------------------------------------
@@ -131,12 +148,64 @@ def score(d: Data, split: str, queries: np.ndarray, docs: np.ndarray) -> dict[st
     pos = [float(queries[i] @ docs[j]) for i, j, label in d.pairs[split] if label]
     neg = [float(queries[i] @ docs[j]) for i, j, label in d.pairs[split] if not label]
     return {"prompts": len(relevant), **{f"R@{k}": hits[k] / n for k in hits}, "MRR": reciprocal / n,
-            "AUC": auc(pos, neg), "pairs": len(d.pairs[split])}  # fmt: skip
+            "AUC": auc(pos, neg), "pairs": len(d.pairs[split]), **floor_figures(d, split, queries, docs)}  # fmt: skip
+
+
+def kept_at(negatives: np.ndarray, positives: np.ndarray, share: float) -> tuple[float, float]:
+    """(t, kept): the lowest cosine threshold t letting through at most `share` of `negatives`, and the share of
+    `positives` at or above it."""
+    ranked = np.sort(negatives)[::-1]
+    allowed = int(np.floor(share * len(ranked)))  # this many negatives may pass
+    t = float(np.nextafter(ranked[allowed], np.inf)) if allowed < len(ranked) else float(ranked[-1])
+    return t, float((positives >= t).mean()) if len(positives) else float("nan")
+
+
+def floor_figures(d: Data, split: str, queries: np.ndarray, docs: np.ndarray) -> dict[str, float]:
+    """What an absolute cosine floor can do on one split (every passage of the data is the vault).
+
+    Negatives, one per prompt of the split: its best-ranked passage that is not labelled relevant to it (what a
+    floor would let through as a wrong note); "unrelated": the prompts with no relevant passage, their best
+    passage. Positives: the labelled relevant pairs. kept@5% is the share of positives at or above the lowest
+    threshold letting through at most 5 % of the negatives; at 0.435 (the hand-set floor's `min_relevance`, a
+    passage sharing no word): the shares of positives and negatives over it.
+    """
+    relevant = d.relevant(split)
+    prompts = sorted({i for i, _, _ in d.pairs[split]})
+    sims = queries[prompts] @ docs.T
+    kinds: dict[int, set[str]] = defaultdict(set)
+    for ex in d.examples.get(split, []):
+        kinds[d.prompt_of[ex.prompt]].add(ex.kind)
+    best_wrong, unrelated, offtopic = [], [], []
+    for row, i in enumerate(prompts):
+        wrong = sims[row].copy()
+        wrong[list(relevant.get(i, ()))] = -np.inf
+        best_wrong.append(wrong.max())
+        if i not in relevant:
+            unrelated.append(wrong.max())
+            if kinds[i] == {"unrelated"}:
+                offtopic.append(wrong.max())
+    neg, alone, off = np.array(best_wrong), np.array(unrelated), np.array(offtopic)
+    pos = np.array([float(queries[i] @ docs[j]) for i, j, label in d.pairs[split] if label])
+    t, kept = kept_at(neg, pos, 0.05)
+    t_u, kept_u = kept_at(alone, pos, 0.05)
+    t_o, kept_o = kept_at(off, pos, 0.05) if len(off) else (float("nan"), float("nan"))
+    return {"t@5%": t, "kept@5%": kept, "t@5% unrelated": t_u, "kept@5% unrelated": kept_u,
+            "t@5% off-topic": t_o, "kept@5% off-topic": kept_o, "off-topic prompts": len(off),
+            "pos mean": float(pos.mean()), "neg mean": float(neg.mean()),
+            "kept@0.435": float((pos >= 0.435).mean()), "wrong@0.435": float((neg >= 0.435).mean()),
+            "unrelated@0.435": float((alone >= 0.435).mean())}  # fmt: skip
 
 
 def show(name: str, split: str, s: dict[str, float]) -> None:
     print(f"{name:<34} {split:<5} prompts {s['prompts']:>3}  R@1 {s['R@1']:.3f}  R@5 {s['R@5']:.3f}  "
           f"R@10 {s['R@10']:.3f}  MRR {s['MRR']:.3f}  AUC {s['AUC']:.3f}", flush=True)  # fmt: skip
+    if "kept@5%" in s:
+        print(f"{'':<34} {'':<5} floor: kept@5% {s['kept@5%']:.3f} (t {s['t@5%']:.3f}); prompts with no relevant "
+              f"passage: kept@5% {s['kept@5% unrelated']:.3f} (t {s['t@5% unrelated']:.3f}); labelled `unrelated` "
+              f"only ({s['off-topic prompts']}): kept@5% {s['kept@5% off-topic']:.3f} (t {s['t@5% off-topic']:.3f}); "
+              f"at 0.435 kept "
+              f"{s['kept@0.435']:.3f}, wrong {s['wrong@0.435']:.3f}, unrelated {s['unrelated@0.435']:.3f}; "
+              f"mean cos pos {s['pos mean']:.3f} / best wrong {s['neg mean']:.3f}", flush=True)  # fmt: skip
 
 
 def normalise(m: np.ndarray) -> np.ndarray:
@@ -161,7 +230,7 @@ def train_linear(d: Data, q: np.ndarray, p: np.ndarray, args: argparse.Namespace
     for i, j, label in train:
         if not label:
             hard[i].add(j)
-    prompt_ids = sorted({i for i, _ in anchors} | set(hard))
+    prompt_ids = sorted({i for i, _, _ in train})
     row = {i: n for n, i in enumerate(prompt_ids)}
     mask = torch.zeros(len(anchors), len(pool))  # other relevant passages of the same prompt: not negatives
     weight = torch.ones(len(anchors), len(pool))
@@ -178,6 +247,12 @@ def train_linear(d: Data, q: np.ndarray, p: np.ndarray, args: argparse.Namespace
     ly = torch.tensor([float(c) for _, _, c in labelled])
     Q = torch.tensor(q[prompt_ids])
     P = torch.tensor(p[pool])
+    own = torch.zeros(len(prompt_ids), len(pool))  # a prompt's relevant passages: never mined as its negatives
+    for i, wanted in relevant.items():
+        for j in wanted:
+            own[row[i], at[j]] = float("-inf")
+    positive = ly == 1
+    mine = min(getattr(args, "mine", 0), len(pool) - 1)
     if args.rank:
         U = torch.nn.Parameter(torch.randn(DIM, args.rank) * 0.01)
         V = torch.nn.Parameter(torch.zeros(DIM, args.rank))
@@ -202,10 +277,25 @@ def train_linear(d: Data, q: np.ndarray, p: np.ndarray, args: argparse.Namespace
         contrast = torch.nn.functional.cross_entropy(logits, target)
         pair = torch.nn.functional.binary_cross_entropy_with_logits(scale * (sims[li, lj] - bias), ly)
         loss = contrast + args.pair * pair + args.decay * (D**2).sum()
+        if getattr(args, "floor", 0.0) and mine:
+            loss = loss + args.floor * floor_loss(sims, own, li[positive], lj[positive], mine, args)
         loss.backward()
         optimiser.step()
     with torch.no_grad():
         return (torch.eye(DIM) + delta()).numpy().astype(np.float32)
+
+
+def floor_loss(sims: Any, own: Any, pi: Any, pj: Any, mine: int, args: argparse.Namespace) -> Any:
+    """The floor's term: one threshold for every prompt. Logistic on (cos − --floor-at) / --floor-width, the
+    relevant pairs against each train prompt's `mine` best-ranked passages not relevant to it (mined afresh
+    every step from the whole train pool: a prompt with no relevant passage contributes its best passages, as an
+    unrelated prompt reaches the floor with its best hit), the two sides weighted alike."""
+    import torch
+
+    wrong = (sims + own).topk(mine, dim=1).values.flatten()
+    logit = lambda c: (c - args.floor_at) / args.floor_width  # noqa: E731
+    bce = torch.nn.functional.binary_cross_entropy_with_logits
+    return 0.5 * bce(logit(sims[pi, pj]), torch.ones(len(pi))) + 0.5 * bce(logit(wrong), torch.zeros(len(wrong)))
 
 
 def apply(m: np.ndarray, vectors: np.ndarray) -> np.ndarray:
@@ -277,10 +367,11 @@ def encode(model: Any, texts: list[str]) -> np.ndarray:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("method", choices=("stock", "linear", "finetune"))
+    parser.add_argument("method", choices=("stock", "linear", "map", "finetune"))
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--cache", type=Path, help="an .npz of stock vectors by text, reused between runs")
+    parser.add_argument("--files", help="only these data files (comma-separated names, e.g. uv-docs.jsonl)")
     parser.add_argument("--test", action="store_true", help="also score the test split (once, at the end)")
     parser.add_argument("--save", type=Path, help="linear: write M here (.npy, float32)")
     parser.add_argument("--limit", type=int, default=0, help="train on the first N train examples only")
@@ -292,6 +383,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pair", type=float, default=1.0, help="linear: weight of the labelled-pair logistic loss")
     parser.add_argument("--decay", type=float, default=1e-3, help="linear: weight of ‖A‖²")
     parser.add_argument("--symmetric", action="store_true", help="linear: map the passages too")
+    parser.add_argument("--floor", type=float, default=0.0, help="linear: weight of the floor's term (0: none)")
+    parser.add_argument("--mine", type=int, default=5, help="linear: best-ranked wrong passages per prompt, floor term")
+    parser.add_argument("--floor-at", type=float, default=0.435, help="linear: the floor term's cosine threshold")
+    parser.add_argument("--floor-width", type=float, default=0.05, help="linear: the floor term's logistic width")
+    parser.add_argument("--map", type=Path, help="method map: score this saved map (default: the shipped one)")
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--json", type=Path, help="write the figures here")
@@ -299,6 +395,12 @@ def main(argv: list[str] | None = None) -> int:
     args.lr = args.lr or (2e-5 if args.method == "finetune" else 1e-4)
 
     examples = recall_data.examples()
+    if args.files:
+        wanted = {name.strip() for name in args.files.split(",")}
+        unknown = wanted - {ex.file for ex in examples}
+        if unknown:
+            parser.error(f"--files: no such data file: {', '.join(sorted(unknown))}")
+        examples = [ex for ex in examples if ex.file in wanted]
     if args.limit and args.method == "linear":
         train = [ex for ex in examples if ex.split == "train"][: args.limit]
         examples = train + [ex for ex in examples if ex.split != "train"]
@@ -325,6 +427,13 @@ def main(argv: list[str] | None = None) -> int:
             args.save.parent.mkdir(parents=True, exist_ok=True)
             np.save(args.save, m, allow_pickle=False)
             print(f"wrote {args.save} ({args.save.stat().st_size} bytes)")
+    elif args.method == "map":
+        from memvault.index import adapter
+
+        path = args.map or adapter.MAP_FILE
+        m = adapter.load(DIM, path)
+        queries = apply(m, q)
+        name = f"map {path.name} {hashlib.sha256(m.tobytes()).hexdigest()[:16]}"
     elif args.method == "finetune":
         started = time.perf_counter()
         model = finetune(d, args)

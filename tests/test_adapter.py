@@ -137,3 +137,51 @@ def test_the_service_maps_query_vectors_and_not_note_vectors(embedder: embed.Emb
         client.stop()
         thread.join(20)
     assert codes == [0]
+
+
+def test_kept_at_is_the_share_of_positives_over_the_threshold_that_lets_5_percent_of_negatives_through() -> None:
+    negatives = np.array([0.9, 0.6, *np.linspace(0.1, 0.3, 18)])  # 20: one may pass at 5 %
+    positives = np.array([0.95, 0.7, 0.61, 0.6, 0.2])
+    t, kept = train_adapter.kept_at(negatives, positives, 0.05)
+    assert 0.6 < t < 0.6001  # just above the second-best negative: only 0.9 passes
+    assert kept == 3 / 5
+    assert train_adapter.kept_at(negatives, positives, 0.10)[1] == 4 / 5  # two may pass: 0.6 and above
+
+
+def test_the_floor_figures_read_the_best_wrong_passage_of_each_prompt() -> None:
+    # prompts 0 (relevant: passage 0) and 1 (no relevant passage); unit vectors in 2-d for exact cosines
+    d = train_adapter.Data(["p0", "p1"], ["a", "b"], {"train": [], "dev": [(0, 0, 1), (0, 1, 0), (1, 1, 0)],
+                                                       "test": []})  # fmt: skip
+    queries = np.array([[1.0, 0.0], [0.6, 0.8]], dtype=np.float32)
+    docs = np.array([[1.0, 0.0], [0.0, 1.0]], dtype=np.float32)
+    f = train_adapter.floor_figures(d, "dev", queries, docs)
+    assert f["neg mean"] == pytest.approx((0.0 + 0.8) / 2)  # p0's best wrong is b (0.0); p1's best is b (0.8)
+    assert f["pos mean"] == pytest.approx(1.0) and f["kept@0.435"] == 1.0
+    assert f["wrong@0.435"] == 0.5 and f["unrelated@0.435"] == 1.0
+
+
+def test_the_off_topic_file_keeps_clear_of_the_evaluation_prompts() -> None:
+    import json
+
+    rows = [ex for ex in recall_data.examples() if ex.file == "off-topic.jsonl"]
+    assert len(rows) >= 150 and all(ex.label == 0 and ex.kind == "unrelated" for ex in rows)
+    splits: dict[str, set[str]] = {}
+    for ex in rows:
+        splits.setdefault(ex.prompt, set()).add(ex.split)
+    assert all(len(s) == 1 for s in splits.values())  # a prompt never straddles two splits
+    evaluation = json.loads((SCRIPTS / "data" / "unrelated_prompts.json").read_text(encoding="utf-8"))["prompts"]
+    norm = {" ".join(p["text"].lower().split()).rstrip("?.!") for p in evaluation}
+    assert not {" ".join(prompt.lower().split()).rstrip("?.!") for prompt in splits} & norm
+
+
+@needs_model
+def test_the_floor_term_trains_reproducibly_and_changes_the_map(embedder: embed.Embedder) -> None:
+    train = recall_data.examples("train")[:40]
+    data = train_adapter.data(train)
+    prompts, passages = vectors(embedder.encode(data.prompts)), vectors(embedder.encode(data.passages))
+    settings = Namespace(seed=7, threads=1, rank=0, steps=5, lr=1e-3, temperature=0.05, hard=2.0, pair=1.0,
+                         decay=1e-3, symmetric=False, floor=3.0, mine=1, floor_at=0.4, floor_width=0.05)  # fmt: skip
+    first = train_adapter.train_linear(data, prompts, passages, settings)
+    assert np.array_equal(first, train_adapter.train_linear(data, prompts, passages, settings))
+    without = train_adapter.train_linear(data, prompts, passages, Namespace(**{**vars(settings), "floor": 0.0}))
+    assert not np.allclose(first, without)
