@@ -118,7 +118,9 @@ ZEPHYRQ_GAP = ("issue 29 gap 3 still open: keyword-only, the note (ranked first)
                "hand-set floor's 0.455, and the judge refit on the adapted query vectors gives it P 0.26 < its floor "
                "0.27 (its margin is not a signal the data supports). A rule on the best-covered sentence chosen on "
                "multi-part.jsonl's train/dev passes it under both floors but lets more unrelated prompts in "
-               "keyword-only (pooled 0.051 -> 0.058 hand, 0.039 -> 0.053 judge): not shipped (recall.md)")  # fmt: skip
+               "keyword-only (pooled 0.051 -> 0.058 hand, 0.039 -> 0.053 judge), and with a minimum of the whole "
+               "prompt's coverage beside it, chosen on long-prompts.jsonl too, still 0.051 -> 0.056: not shipped "
+               "(recall.md)")  # fmt: skip
 
 
 @pytest.mark.xfail(strict=True, reason=ZEPHYRQ_GAP)
