@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from memvault import open_vault, runtime
@@ -225,6 +225,7 @@ PROSE = st.lists(st.text(alphabet=string.ascii_letters + string.digits + "-,.:`(
 
 
 @settings(max_examples=150, deadline=None)
+@example(rows=[("0", "0", ":A: and :smile:", 0)], width=60)  # rich read ":a:" as an emoji code (found by hypothesis)
 @given(
     rows=st.lists(st.tuples(NAME, NAME, PROSE, st.integers(0, 10**6)), min_size=1, max_size=5),
     width=st.integers(60, 200),
@@ -240,3 +241,10 @@ def test_any_table_at_any_width_keeps_names_whole_and_words_unbroken(rows: list,
     output = console.export_text()
     whole(output, width=width, lines=[c for row in cells for c in (row[0], row[1], row[3])],
           words=[row[2] for row in cells])  # fmt: skip
+
+
+def test_a_title_that_looks_like_an_emoji_code_prints_as_written(vault_dir: Path) -> None:
+    vault = open_vault(vault_dir)
+    vault.save("workflow", "tada-release-checklist", "# :tada: release checklist\n\nTag, then announce.")
+    output = run(200, vault_dir, "search", "release checklist announce")
+    assert ":tada: release checklist" in output and "\N{PARTY POPPER}" not in output

@@ -18,8 +18,8 @@ from memvault.vault.core import Vault, WriteResult, open_vault
 
 # soft_wrap: a line longer than the terminal is left for the terminal to wrap, never broken by us, so a
 # path in it copies whole; tables (render.print_table) keep paths and names whole too.
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+out = Console(highlight=False, soft_wrap=True, emoji=False)  # a note's ":name:" is text, not an emoji code
+err = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
 
 
 class _Group(click.Group):

@@ -39,7 +39,7 @@ def print_table(
     console = console or out
     if not rows:
         return
-    cells = [[Text.from_markup(cell) for cell in row] for row in rows]
+    cells = [[Text.from_markup(cell, emoji=False) for cell in row] for row in rows]
     wrap = {*wrap, *narrow}
     if fits(headers, cells, wrap=wrap, narrow=narrow, width=console.width):
         table = Table(box=None)
@@ -68,7 +68,7 @@ def fits(
     width: int,
 ) -> bool:
     """Whether the table fits `width` columns with every cell unbroken (one space of padding each side)."""
-    cells = [[Text.from_markup(c) if isinstance(c, str) else c for c in row] for row in rows]
+    cells = [[Text.from_markup(c, emoji=False) if isinstance(c, str) else c for c in row] for row in rows]
     columns = enumerate(headers)
     need = sum(_min_width(h, [row[i] for row in cells], i in wrap or i in narrow, i in narrow) + 2 for i, h in columns)
     return need <= width
