@@ -12,6 +12,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as hypothesis_settings
+
+# Property tests replay the same draws on every run of the test command (derived from each test's code), so a
+# run judges the change and not the luck of a draw; MEMVAULT_ADVERSARIAL=long draws new examples every run.
+hypothesis_settings.register_profile("replay", derandomize=True, database=None)
+hypothesis_settings.register_profile("explore", derandomize=False)
+hypothesis_settings.load_profile("explore" if os.environ.get("MEMVAULT_ADVERSARIAL") == "long" else "replay")
 
 
 def xdg_under(home: Path, runtime: Path) -> dict[str, str]:
