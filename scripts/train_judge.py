@@ -23,7 +23,10 @@ Data (see scripts/data/reflect_corpus/README.md and scripts/data/judge_README.md
   unit's), "none" otherwise; a unit on a labelled negative is a hard "none" (twice the weight), but one on a
   "pasted-text" negative is left out (PASTED_WEIGHT), as is a unit of a disputed statement;
 - the hand-written sentences of scripts/data/judge_sentences.json (one unit each, in reply to one of its
-  hand-written agent messages).
+  hand-written agent messages);
+- the hand-written messages of scripts/data/judge_messages.txt (whole task messages, cut into units by
+  `judge.units` as a real turn is; a unit inside a marked [[K: …]] span is a statement, every other unit
+  a "none").
 The DEV split selects each model (hashed space size, L2 strengths, the weight of statement examples, the
 blend: the best average precision of P(statement) over its units), fits each one's temperature (least log
 loss) and routing thresholds (`calibrate`). The TEST split is never read. Each model is refitted on the
@@ -42,9 +45,11 @@ import base64
 import json
 import os
 import random
+import re
 import sys
 import time
 import unicodedata
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +74,11 @@ from memvault.reflect.transcript import Turn  # noqa: E402
 # lexical/blend); plain rules such as "never push to main" score about twice as high without them.
 PASTED_WEIGHT = 0.0
 HAND = REPO / "scripts" / "data" / "judge_sentences.json"
+# Whole hand-written messages (scripts/data/judge_README.md): each is cut into units by the judge's own segmentation,
+# a unit inside a [[K: …]] span is a statement of kind K, every other unit a hard "none".
+MESSAGES = REPO / "scripts" / "data" / "judge_messages.txt"
+_MARK = re.compile(r"\[\[([PCFWI]): (.*?)\]\]")
+MARK_KINDS = {"P": "preference", "C": "correction", "F": "fact", "W": "workflow", "I": "idea"}
 OUT = REPO / "memvault" / "reflect" / "mine" / judge.WEIGHTS_FILE
 VECTORS_OUT = OUT.with_name(judge.VECTOR_WEIGHTS_FILE)
 DIMS = (4096,)  # 16384 was tried on the first corpus and lost to 4096
@@ -155,6 +165,46 @@ def hand_examples() -> list[dict[str, Any]]:
         unit = judge.Unit(turn, item["text"], 0, 1, bool(context), False, "", False, context[-judge.CONTEXT_CHARS :])
         out.append({"unit": unit, "kind": item["kind"], "weight": 1.0, "tier": "hand", "session": "hand",
                     "late": False})  # fmt: skip
+    return out
+
+
+def message_examples(path: Path = MESSAGES) -> list[dict[str, Any]]:
+    """The units of the hand-written messages, labelled by their marked spans (see MESSAGES).
+
+    A line is one user message ("\\n" a line break); "^ " opens the session's first message (no agent message
+    before it), every other one answers a context of judge_sentences.json in turn. Units are cut, and read in
+    their place in the message, exactly as the judge cuts and reads a real turn.
+    """
+    if not path.is_file():
+        return []
+    contexts = [c for c in json.loads(HAND.read_text(encoding="utf-8")).get("contexts", []) if c] or [""]
+    out: list[dict[str, Any]] = []
+    n = 0
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        first = line.startswith("^ ")
+        raw = (line[2:] if first else line).replace("\\n", "\n")
+        marked = [(MARK_KINDS[k], _words(q)) for k, q in _MARK.findall(raw)]
+        text = _MARK.sub(lambda m: m.group(2), raw)
+        context = "" if first else contexts[n % len(contexts)]
+        n += 1
+        turns = [Turn("user", text, number, None, None, False)]
+        if context:
+            turns.insert(0, Turn("assistant", context, number, None, None, False))
+        found = 0
+        for unit in judge.units(turns):
+            unit = replace(unit, first_turn=first)
+            mine = _words(unit.text)
+            kind = "none"
+            for k, quoted in marked:
+                common = len(quoted & mine)
+                if quoted and mine and min(common / len(quoted), common / len(mine)) >= 0.5:
+                    kind, found = k, found + 1
+                    break
+            out.append({"unit": unit, "kind": kind, "weight": 1.0, "tier": "message", "session": "hand", "late": False})
+        if found < len(marked):
+            print(f"{path.name}:{number}: a marked statement is in no unit", file=sys.stderr)
     return out
 
 
@@ -377,7 +427,7 @@ def main(argv: list[str] | None = None) -> int:
     say = (lambda *a: None) if args.quiet else print
     started = time.perf_counter()
     rng = random.Random(args.seed)  # noqa: S311 - an order, not a secret
-    train = corpus_examples(export, "train", args.limit) + hand_examples()
+    train = corpus_examples(export, "train", args.limit) + hand_examples() + message_examples()
     dev = corpus_examples(export, "dev", args.limit)
     rng.shuffle(train)
     kinds = {k: i for i, k in enumerate(judge.KINDS)}
@@ -395,6 +445,7 @@ def main(argv: list[str] | None = None) -> int:
     data = {"train_units": len(train), "dev_units": len(dev), "limit": args.limit,
             "train_statements": int((y_train != kinds["none"]).sum()), "dev_statements": int(pos_dev.sum()),
             "hand_sentences": sum(e["tier"] == "hand" for e in train),
+            "hand_message_units": sum(e["tier"] == "message" for e in train),
             "train_sessions": len({e["session"] for e in train} - {"hand"})}  # fmt: skip
 
     # 1. the lexical model (hashed words, pairs, trigrams, cues): the judge without vectors

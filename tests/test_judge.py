@@ -270,3 +270,36 @@ def test_training_labels_a_chinese_or_russian_unit_by_its_quote() -> None:
     [unit] = judge.units(_turns("как требуется работай на русском"))
     session["statements"] = [{"line": 2, "quote": "работай на русском", "kind": "preference", "label": "NICE"}]
     assert train_judge._label(unit, session) == ("preference", 1.0, "NICE")
+
+
+def test_training_cuts_a_hand_written_message_into_units_and_labels_its_marked_statements(tmp_path: Path) -> None:
+    sys.path.insert(0, str(REPO / "scripts"))
+    train_judge = pytest.importorskip("train_judge")
+    path = tmp_path / "messages.txt"
+    path.write_text(
+        "# a comment\n"
+        "^ Add the export button. [[W: After each step run the tests.]] Start with the backend.\n"
+        'Traceback (most recent call last):\\n  File "a.py", line 1, in <module>\\n'
+        "KeyError: 'x'\\n[[C: never catch KeyError to hide a missing setting]]\n"
+        "Сделай форму входа. [[P: Никогда не используй inline стили.]]\n",
+        encoding="utf-8",
+    )
+    found = [(e["unit"].text, e["kind"], e["unit"].first_turn, e["unit"].after_agent)
+             for e in train_judge.message_examples(path)]  # fmt: skip
+    assert found == [
+        ("Add the export button.", "none", True, False),
+        ("After each step run the tests.", "workflow", True, False),
+        ("Start with the backend.", "none", True, False),
+        ("never catch KeyError to hide a missing setting", "correction", False, True),  # the paste is no unit
+        ("Сделай форму входа.", "none", False, True),
+        ("Никогда не используй inline стили.", "preference", False, True),
+    ]
+
+
+def test_every_marked_statement_of_the_shipped_messages_is_a_unit(capfd: pytest.CaptureFixture[str]) -> None:
+    sys.path.insert(0, str(REPO / "scripts"))
+    train_judge = pytest.importorskip("train_judge")
+    examples = train_judge.message_examples()
+    assert "in no unit" not in capfd.readouterr().err
+    statements = sum(e["kind"] != "none" for e in examples)
+    assert statements >= 500 and len(examples) - statements >= 500
