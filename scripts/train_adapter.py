@@ -289,10 +289,15 @@ def floor_loss(sims: Any, own: Any, pi: Any, pj: Any, mine: int, args: argparse.
     """The floor's term: one threshold for every prompt. Logistic on (cos − --floor-at) / --floor-width, the
     relevant pairs against each train prompt's `mine` best-ranked passages not relevant to it (mined afresh
     every step from the whole train pool: a prompt with no relevant passage contributes its best passages, as an
-    unrelated prompt reaches the floor with its best hit), the two sides weighted alike."""
+    unrelated prompt reaches the floor with its best hit), the two sides weighted alike. With --floor-margin m
+    instead: the mean of relu(m + q − cos) over the relevant pairs, q the 95th percentile of the mined cosines
+    (the other prompts' hardest negatives: the 5 % point itself)."""
     import torch
 
     wrong = (sims + own).topk(mine, dim=1).values.flatten()
+    if getattr(args, "floor_margin", 0.0):  # each relevant pair above the level that lets 5 % of them through
+        level = torch.quantile(wrong, 0.95)
+        return torch.relu(args.floor_margin + level - sims[pi, pj]).mean()
     logit = lambda c: (c - args.floor_at) / args.floor_width  # noqa: E731
     bce = torch.nn.functional.binary_cross_entropy_with_logits
     return 0.5 * bce(logit(sims[pi, pj]), torch.ones(len(pi))) + 0.5 * bce(logit(wrong), torch.zeros(len(wrong)))
@@ -387,6 +392,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mine", type=int, default=5, help="linear: best-ranked wrong passages per prompt, floor term")
     parser.add_argument("--floor-at", type=float, default=0.435, help="linear: the floor term's cosine threshold")
     parser.add_argument("--floor-width", type=float, default=0.05, help="linear: the floor term's logistic width")
+    parser.add_argument("--floor-margin", type=float, default=0.0, help="linear: the floor term as a margin")
     parser.add_argument("--map", type=Path, help="method map: score this saved map (default: the shipped one)")
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--batch", type=int, default=16)

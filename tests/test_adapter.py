@@ -185,3 +185,7 @@ def test_the_floor_term_trains_reproducibly_and_changes_the_map(embedder: embed.
     assert np.array_equal(first, train_adapter.train_linear(data, prompts, passages, settings))
     without = train_adapter.train_linear(data, prompts, passages, Namespace(**{**vars(settings), "floor": 0.0}))
     assert not np.allclose(first, without)
+    margin = Namespace(**{**vars(settings), "floor_margin": 0.05})  # the margin form of the term
+    as_margin = train_adapter.train_linear(data, prompts, passages, margin)
+    assert np.array_equal(as_margin, train_adapter.train_linear(data, prompts, passages, margin))
+    assert not np.allclose(as_margin, first) and not np.allclose(as_margin, without)
