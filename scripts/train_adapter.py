@@ -20,7 +20,9 @@ space). `--symmetric` applies M to the passages too (the stored vectors would ch
 `--floor W` adds the floor's term (one cosine threshold for every prompt, as the relevance floor uses it): a
 logistic on (cos − --floor-at) / --floor-width, the relevant pairs against each train prompt's --mine
 best-ranked passages not relevant to it, mined afresh each step (a prompt with no relevant passage brings its
-best passages, as an unrelated prompt reaches the floor with its best hit).
+best passages, as an unrelated prompt reaches the floor with its best hit). With --floor-margin m the term is
+a margin instead: the mean of relu(m + q − cos) over the relevant pairs, q the 95th percentile of the mined
+cosines.
 
 `finetune`: the model itself, sentence-transformers' MultipleNegativesRankingLoss over (prompt, relevant
 passage, a labelled non-relevant passage of the same prompt, else another train passage) in batches
