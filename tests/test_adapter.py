@@ -85,13 +85,18 @@ def test_a_dev_paraphrase_ranks_better_adapted_than_stock(embedder: embed.Embedd
         assert adapted < stock and adapted <= 3, (ex.id, stock, adapted)
 
 
-@needs_model
-def test_training_gives_the_same_weights_with_the_same_seed(embedder: embed.Embedder) -> None:
-    train = recall_data.examples("train")[:40]
-    data = train_adapter.data(train)
+def small_training(embedder: embed.Embedder, **extra: object) -> tuple:
+    """The first 40 train examples, their stock vectors, and a few quick training steps' settings (plus `extra`)."""
+    data = train_adapter.data(recall_data.examples("train")[:40])
     prompts, passages = vectors(embedder.encode(data.prompts)), vectors(embedder.encode(data.passages))
     settings = Namespace(seed=7, threads=1, rank=0, steps=5, lr=1e-3, temperature=0.05, hard=2.0, pair=1.0,
-                         decay=1e-3, symmetric=False)  # fmt: skip
+                         decay=1e-3, symmetric=False, **extra)  # fmt: skip
+    return data, prompts, passages, settings
+
+
+@needs_model
+def test_training_gives_the_same_weights_with_the_same_seed(embedder: embed.Embedder) -> None:
+    data, prompts, passages, settings = small_training(embedder)
     first = train_adapter.train_linear(data, prompts, passages, settings)
     second = train_adapter.train_linear(data, prompts, passages, settings)
     assert np.array_equal(first, second)
@@ -176,11 +181,7 @@ def test_the_off_topic_file_keeps_clear_of_the_evaluation_prompts() -> None:
 
 @needs_model
 def test_the_floor_term_trains_reproducibly_and_changes_the_map(embedder: embed.Embedder) -> None:
-    train = recall_data.examples("train")[:40]
-    data = train_adapter.data(train)
-    prompts, passages = vectors(embedder.encode(data.prompts)), vectors(embedder.encode(data.passages))
-    settings = Namespace(seed=7, threads=1, rank=0, steps=5, lr=1e-3, temperature=0.05, hard=2.0, pair=1.0,
-                         decay=1e-3, symmetric=False, floor=3.0, mine=1, floor_at=0.4, floor_width=0.05)  # fmt: skip
+    data, prompts, passages, settings = small_training(embedder, floor=3.0, mine=1, floor_at=0.4, floor_width=0.05)
     first = train_adapter.train_linear(data, prompts, passages, settings)
     assert np.array_equal(first, train_adapter.train_linear(data, prompts, passages, settings))
     without = train_adapter.train_linear(data, prompts, passages, Namespace(**{**vars(settings), "floor": 0.0}))
