@@ -1,6 +1,7 @@
 """Train the statement judge (memvault/reflect/mine/judge.py) from the labelled reflection corpus; write its weights.
 
-    python scripts/train_judge.py [--corpus DIR] [--out FILE] [--seed 28] [--limit N] [--no-vectors] [--quiet]
+    python scripts/train_judge.py [--corpus DIR] [--out FILE] [--seed 28] [--limit N] [--no-vectors] [--messages]
+                                  [--quiet]
 
 Two models, each written to the package:
 1. the lexical model (judge_weights.json): multinomial LR over hashed words, pairs, trigrams and cues
@@ -24,9 +25,10 @@ Data (see scripts/data/reflect_corpus/README.md and scripts/data/judge_README.md
   "pasted-text" negative is left out (PASTED_WEIGHT), as is a unit of a disputed statement;
 - the hand-written sentences of scripts/data/judge_sentences.json (one unit each, in reply to one of its
   hand-written agent messages);
-- the hand-written messages of scripts/data/judge_messages.txt (whole task messages, cut into units by
-  `judge.units` as a real turn is; a unit inside a marked [[K: …]] span is a statement, every other unit
-  a "none").
+- with --messages, the hand-written messages of scripts/data/judge_messages.txt (whole task messages, cut
+  into units by `judge.units` as a real turn is; a unit inside a marked [[K: …]] span is a statement,
+  every other unit a "none"), weighted by a factor dev chooses (MESSAGE_WEIGHTS). The shipped weights
+  are trained without them (scripts/data/judge_README.md says why).
 The DEV split selects each model (hashed space size, L2 strengths, the weight of statement examples, the
 blend: the best average precision of P(statement) over its units), fits each one's temperature (least log
 loss) and routing thresholds (`calibrate`). The TEST split is never read. Each model is refitted on the
@@ -90,6 +92,8 @@ POS_WEIGHTS = (1.0, 3.0)
 # full weight: mostly one repository's Nix design talk, whose project descriptions read like the pasted specs of dev).
 LATE_FILES = ("train-extra-2.json",)
 LATE_WEIGHTS = (0.0, 0.3, 1.0)
+# The hand-written messages (MESSAGES) are a source of their own too: their weight is chosen by dev.
+MESSAGE_WEIGHTS = (0.3, 1.0)
 VECTOR_L2S = (0.3, 1.0, 3.0)
 BLENDS = (0.3, 0.5, 0.7, 1.0)  # the vector model's share of the blended log-probabilities
 CUE_PREFIXES = ("cue", "len", "pos", "rule", "conf", "units")  # the features the vector model reads beside the vectors
@@ -208,10 +212,11 @@ def message_examples(path: Path = MESSAGES) -> list[dict[str, Any]]:
     return out
 
 
-def example_weights(examples: list[dict[str, Any]], pos: float, late: float) -> np.ndarray:
-    """Each example's training weight: its label's weight, times `pos` for a statement, `late` for a LATE_FILES unit."""
+def example_weights(examples: list[dict[str, Any]], pos: float, late: float, message: float = 1.0) -> np.ndarray:
+    """Each example's training weight: its label's weight, times `pos` for a statement, `late` for a LATE_FILES unit,
+    `message` for a unit of the hand-written messages."""
     return np.array([e["weight"] * (pos if e["kind"] != "none" else 1.0) * (late if e["late"] else 1.0)
-                     for e in examples])  # fmt: skip
+                     * (message if e["tier"] == "message" else 1.0) for e in examples])  # fmt: skip
 
 
 def matrix(examples: list[dict[str, Any]], dim: int) -> sparse.csr_matrix:
@@ -414,6 +419,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--vectors-out", type=Path, help=f"the vector model's file (default: {judge.VECTOR_WEIGHTS_FILE} "
                     "beside --out)")  # fmt: skip
     ap.add_argument("--no-vectors", action="store_true", help="train the lexical model only")
+    ap.add_argument("--messages", action="store_true", help=f"also train on {MESSAGES.name} (the shipped weights "
+                    "are trained without it: scripts/data/judge_README.md)")  # fmt: skip
     ap.add_argument("--vector-cache", type=Path, help="where the units' vectors are kept (default: in the export)")
     ap.add_argument("--seed", type=int, default=28)
     ap.add_argument("--limit", type=int, help="only the first N sessions of each split (a quick run)")
@@ -427,7 +434,8 @@ def main(argv: list[str] | None = None) -> int:
     say = (lambda *a: None) if args.quiet else print
     started = time.perf_counter()
     rng = random.Random(args.seed)  # noqa: S311 - an order, not a secret
-    train = corpus_examples(export, "train", args.limit) + hand_examples() + message_examples()
+    train = corpus_examples(export, "train", args.limit) + hand_examples()
+    train += message_examples() if args.messages else []
     dev = corpus_examples(export, "dev", args.limit)
     rng.shuffle(train)
     kinds = {k: i for i, k in enumerate(judge.KINDS)}
@@ -449,24 +457,25 @@ def main(argv: list[str] | None = None) -> int:
             "train_sessions": len({e["session"] for e in train} - {"hand"})}  # fmt: skip
 
     # 1. the lexical model (hashed words, pairs, trigrams, cues): the judge without vectors
-    best: tuple[float, int, float, float, float] | None = None
-    quick = ((1024,), L2S[1:2], POS_WEIGHTS[:1], LATE_WEIGHTS[-1:])
-    grid = quick if args.quick else (DIMS, L2S, POS_WEIGHTS, LATE_WEIGHTS)
+    best: tuple[float, int, float, float, float, float] | None = None
+    quick = ((1024,), L2S[1:2], POS_WEIGHTS[:1], LATE_WEIGHTS[-1:], MESSAGE_WEIGHTS[-1:])
+    grid = quick if args.quick else (DIMS, L2S, POS_WEIGHTS, LATE_WEIGHTS, MESSAGE_WEIGHTS)
     for dim in grid[0]:
         x_train, x_dev = matrix(train, dim), matrix(dev, dim)
         for l2 in grid[1]:
             for pos in grid[2]:
                 for late in grid[3] if any(e["late"] for e in train) else (1.0,):
-                    wt, b = fit(x_train, y_train, example_weights(train, pos, late), l2)
-                    ap_dev = average_precision(statement_p(probs(x_dev, wt, b)), pos_dev)
-                    say(f"  lexical dim {dim:>5} l2 {l2:<4} statement weight {pos:<3} late {late:<3}: "
-                        f"dev AP {ap_dev:.3f}")
-                    if best is None or ap_dev > best[0] + 1e-9:
-                        best = (ap_dev, dim, l2, pos, late)
+                    for msg in grid[4] if any(e["tier"] == "message" for e in train) else (1.0,):
+                        wt, b = fit(x_train, y_train, example_weights(train, pos, late, msg), l2)
+                        ap_dev = average_precision(statement_p(probs(x_dev, wt, b)), pos_dev)
+                        say(f"  lexical dim {dim:>5} l2 {l2:<4} statement weight {pos:<3} late {late:<3} "
+                            f"messages {msg:<3}: dev AP {ap_dev:.3f}")  # fmt: skip
+                        if best is None or ap_dev > best[0] + 1e-9:
+                            best = (ap_dev, dim, l2, pos, late, msg)
     assert best is not None
-    ap_dev, dim, l2, pos, late = best
+    ap_dev, dim, l2, pos, late, msg = best
     x_train, x_dev = matrix(train, dim), matrix(dev, dim)
-    wt, b = fit(x_train, y_train, example_weights(train, pos, late), l2)
+    wt, b = fit(x_train, y_train, example_weights(train, pos, late, msg), l2)
     lex_dev = log_probs(x_dev, wt, b)
     temperature, cuts, score = calibrate(lex_dev, y_dev, pos_dev, neg_dev, labelled)
     weights, scale = encode(wt)
@@ -474,7 +483,7 @@ def main(argv: list[str] | None = None) -> int:
         "trained_by": "scripts/train_judge.py",
         "seed": args.seed,
         "data": data,
-        "chosen": {"dim": dim, "l2": l2, "statement_weight": pos, "late_weight": late,
+        "chosen": {"dim": dim, "l2": l2, "statement_weight": pos, "late_weight": late, "message_weight": msg,
                    "dev_average_precision": round(ap_dev, 4)},
         "dev_at_thresholds": at_thresholds(score, pos_dev, must_dev, cuts),
         "dev_reliability": reliability(score, pos_dev),
@@ -495,7 +504,7 @@ def main(argv: list[str] | None = None) -> int:
         vbest: tuple[float, float, float, float] | None = None
         for vl2 in VECTOR_L2S[1:2] if args.quick else VECTOR_L2S:
             for pos in POS_WEIGHTS[:1] if args.quick else POS_WEIGHTS:
-                vwt, vb = fit(sparse.csr_matrix(d_train), y_train, example_weights(train, pos, late), vl2)
+                vwt, vb = fit(sparse.csr_matrix(d_train), y_train, example_weights(train, pos, late, msg), vl2)
                 vec_dev = log_probs(d_dev, vwt, vb)
                 for blend in BLENDS:
                     ap_v = average_precision(statement_p(from_logs(blend * vec_dev + (1 - blend) * lex_dev, 1.0)),
@@ -505,7 +514,7 @@ def main(argv: list[str] | None = None) -> int:
                         vbest = (ap_v, vl2, pos, blend)
         assert vbest is not None
         ap_v, vl2, pos, blend = vbest
-        vwt, vb = fit(sparse.csr_matrix(d_train), y_train, example_weights(train, pos, late), vl2)
+        vwt, vb = fit(sparse.csr_matrix(d_train), y_train, example_weights(train, pos, late, msg), vl2)
         z_dev = blend * log_probs(d_dev, vwt, vb) + (1 - blend) * lex_dev
         vtemp, vcuts, vscore = calibrate(z_dev, y_dev, pos_dev, neg_dev, labelled)
         vweights, vscale = encode(np.ascontiguousarray(vwt.T))  # kind-major: one column of weights per kind
@@ -513,7 +522,7 @@ def main(argv: list[str] | None = None) -> int:
             "trained_by": "scripts/train_judge.py",
             "seed": args.seed,
             "data": data,
-            "chosen": {"l2": vl2, "statement_weight": pos, "late_weight": late, "blend": blend,
+            "chosen": {"l2": vl2, "statement_weight": pos, "late_weight": late, "message_weight": msg, "blend": blend,
                        "dev_average_precision": round(ap_v, 4),
                        "lexical_dev_average_precision": round(ap_dev, 4)},
             "dev_at_thresholds": at_thresholds(vscore, pos_dev, must_dev, vcuts),
