@@ -53,9 +53,16 @@ def _linux() -> float:
     """/proc/self/stat field 22: start time in clock ticks after boot, against CLOCK_BOOTTIME (the same clock)."""
     with open("/proc/self/stat", "rb") as handle:
         stat = handle.read()
+    return age_from_stat(stat, time.clock_gettime(time.CLOCK_BOOTTIME), os.sysconf("SC_CLK_TCK"))
+
+
+def age_from_stat(stat: bytes, boottime: float, hz: int) -> float:
+    """Seconds since the start a /proc/<pid>/stat line records. The kernel rounds that start down to a whole
+    clock tick (10 ms at the usual 100 Hz), so the process began somewhere in the tick after it: counting from
+    the tick's middle makes the age right on average (within half a tick) instead of 5 ms too long."""
     fields = stat[stat.rindex(b")") + 2 :].split()  # the command name (field 2) may hold spaces and parentheses
     ticks = int(fields[19])  # field 22 counted from 1; fields[0] is field 3
-    return time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
+    return boottime - (ticks + 0.5) / hz
 
 
 def _macos() -> float:
