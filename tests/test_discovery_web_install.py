@@ -14,14 +14,7 @@ from memvault import config, paths
 from memvault.cli import cli
 
 from .test_cli_newcomer import in_a_terminal
-
-
-@pytest.fixture
-def claude(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "claude-config"
-    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(folder))
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    return folder
+from .test_installer import claude  # noqa: F401 - the fixture: a private Claude Code folder, HOME elsewhere
 
 
 def saved() -> dict[str, object]:
