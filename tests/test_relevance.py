@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from memvault import config, open_vault
+from memvault.index import chunking, sync
 from memvault.index import core as ix
-from memvault.index import sync
 from memvault.recall import judge, relevance, search
 from memvault.vault import indexing
 
@@ -252,3 +252,25 @@ def test_a_hit_shows_the_chunk_that_matches_by_meaning_and_words(tmp_path: Path,
     with_meaning = search.recall(index, prompt, NO_FLOOR, vector(embedder)).hits[0]
     assert with_meaning.heading.endswith("Returns"), with_meaning
     assert "refund" in with_meaning.snippet
+
+
+def test_matching_chunks_is_the_terms_list_cut_to_the_chunks_asked_for(tmp_path: Path, monkeypatch) -> None:
+    """The floor's and coord's "which of these chunks hold the word" (read in SQLite, not by FTS5 seeks per id)
+    gives what reading the word's whole list and keeping the ids asked for gives, in batches of any size."""
+    root = tmp_path / "hub"
+    list_vault(root)
+    vault = open_vault(root)
+    index, _ = indexing.open_index(vault.root, vault.config)
+    sync.sync(index, indexing.layout(vault.root, vault.config))
+    ids = [row[0] for row in index.conn.execute("SELECT id FROM chunks ORDER BY id")]
+    asked = ids[::3]
+    for word in ("calendar", "plugin", "liam", "nosuchword"):
+        match = chunking.fts_query([word]) or ""
+        every = {r[0] for r in index.conn.execute("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?", (match,))}
+        assert relevance.matching_chunks(index, match, asked) == every & set(asked)
+        monkeypatch.setattr(relevance, "MAX_PARAMETERS", 7)  # many statements of a few ids each
+        assert relevance.matching_chunks(index, match, asked) == every & set(asked)
+        monkeypatch.undo()
+    assert relevance.matching_chunks(index, chunking.fts_query(["plugin"]) or "", []) == set()
+    assert len({r[0] for r in index.conn.execute("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH 'plugin'")}) > 50
+    index.close()

@@ -344,15 +344,15 @@ def _allowed(options: Options) -> tuple[str, list[object]]:
     return sql, params
 
 
-def _postings(index: Index, terms: list[str]) -> dict[str, set[int]]:
-    """term → the ids of the chunks that contain it (any column): one read of its FTS5 list, shared by the
-    keyword side's coord and the floor's IDF weights (a set of ints in Python costs less than a join per term)."""
-    sql = "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?"
-    return {term: {row[0] for row in index.conn.execute(sql, (chunking.fts_query([term]) or "",))} for term in terms}
+def _postings(index: Index, terms: list[str]) -> dict[str, int]:
+    """term → how many chunks contain it (any column), counted in SQLite: the floor's IDF weights. (The chunks
+    themselves are read only for the candidates, by `_coord`: a Python set of every id cost 5 ms at 20,000 notes.)"""
+    sql = "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?"
+    return {term: int(index.conn.execute(sql, (chunking.fts_query([term]) or "",)).fetchone()[0]) for term in terms}
 
 
 def _keyword(
-    index: Index, terms: list[str], options: Options, postings: dict[str, set[int]]
+    index: Index, terms: list[str], options: Options, postings: dict[str, int]
 ) -> dict[int, tuple[float, int]]:
     """note id → (bm25 relevance, higher is better; best chunk id)."""
     match = chunking.fts_query(terms)
@@ -381,7 +381,7 @@ def _keyword(
 
 
 def _coord(
-    index: Index, found: dict[int, tuple[float, int]], terms: list[str], postings: dict[str, set[int]]
+    index: Index, found: dict[int, tuple[float, int]], terms: list[str], postings: dict[str, int]
 ) -> dict[int, tuple[float, int]]:
     """Scale each note's bm25 by the share of the query's terms it contains (Lucene's "coord").
 
@@ -394,8 +394,10 @@ def _coord(
     sql = f"SELECT id, note_id FROM chunks WHERE note_id IN ({','.join('?' * len(ids))})"
     note_of = dict(index.conn.execute(sql, ids).fetchall())
     matched = dict.fromkeys(ids, 0)
+    chunks = list(note_of)
     for term in terms:
-        for note_id in {note_of[c] for c in postings[term] & note_of.keys()}:
+        match = chunking.fts_query([term]) if postings[term] else None  # a word no chunk holds matches none here
+        for note_id in {note_of[c] for c in relevance.matching_chunks(index, match, chunks)} if match else ():
             matched[note_id] += 1
     scaled = {n: (score * matched[n] / len(terms), chunk) for n, (score, chunk) in found.items()}
     return dict(sorted(scaled.items(), key=lambda item: -item[1][0]))
@@ -444,7 +446,7 @@ def _hits(
     ranked: list[tuple[int, float]],
     vector: dict[int, tuple[float, int]],
     keyword: dict[int, tuple[float, int]],
-    postings: dict[str, set[int]],
+    postings: dict[str, int],
     blob: bytes | None,
     options: Options,
     after: float | None = None,
@@ -462,7 +464,7 @@ def _hits(
     pools = spans.note_chunks(index, [n for n, _ in ranked]) if blob is not None else {}  # the shown chunk is in one
     chunk_ids = [*judged_ids, *(c for pool in pools.values() for c in pool)]
     terms = list(postings)
-    words = relevance.terms(index, terms, [len(postings[t]) for t in terms])
+    words = relevance.terms(index, terms, [postings[t] for t in terms])
     detail = relevance.coverage_rare(index, words, chunk_ids, sentences=relevance.parts(query, terms))
     covered = {c: (got[0], got[1]) for c, got in detail.items()}
     shape = _shape(index, [n for n, _ in ranked], judged_ids)  # the judge's view of where each chunk sits
