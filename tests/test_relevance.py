@@ -255,8 +255,8 @@ def test_a_hit_shows_the_chunk_that_matches_by_meaning_and_words(tmp_path: Path,
 
 
 def test_matching_chunks_is_the_terms_list_cut_to_the_chunks_asked_for(tmp_path: Path, monkeypatch) -> None:
-    """The floor's and coord's "which of these chunks hold the word" (read in SQLite, not by FTS5 seeks per id)
-    gives what reading the word's whole list and keeping the ids asked for gives, in batches of any size."""
+    """The floor's and coord's "which of these chunks hold the word", by either plan (FTS5's seek per id, or the
+    word's list read whole in SQLite), is the word's list cut to the ids asked for, in batches of any size."""
     root = tmp_path / "hub"
     list_vault(root)
     vault = open_vault(root)
@@ -267,10 +267,11 @@ def test_matching_chunks_is_the_terms_list_cut_to_the_chunks_asked_for(tmp_path:
     for word in ("calendar", "plugin", "liam", "nosuchword"):
         match = chunking.fts_query([word]) or ""
         every = {r[0] for r in index.conn.execute("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?", (match,))}
-        assert relevance.matching_chunks(index, match, asked) == every & set(asked)
-        monkeypatch.setattr(relevance, "MAX_PARAMETERS", 7)  # many statements of a few ids each
-        assert relevance.matching_chunks(index, match, asked) == every & set(asked)
-        monkeypatch.undo()
+        for count in (None, len(every), 10**9):  # FTS5's seeks (count unknown or long list), the list read whole
+            assert relevance.matching_chunks(index, match, asked, count) == every & set(asked)
+            monkeypatch.setattr(relevance, "MAX_PARAMETERS", 7)  # many statements of a few ids each
+            assert relevance.matching_chunks(index, match, asked, count) == every & set(asked)
+            monkeypatch.undo()
     assert relevance.matching_chunks(index, chunking.fts_query(["plugin"]) or "", []) == set()
     assert len({r[0] for r in index.conn.execute("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH 'plugin'")}) > 50
     index.close()

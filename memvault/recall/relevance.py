@@ -197,6 +197,7 @@ class Terms(Record):
     queries: list[str]
     weights: list[float]
     total: int = 1  # the index's number of chunks
+    counts: tuple[int, ...] = ()  # how many chunks contain each word (`matching_chunks` picks its plan by it)
 
     @property
     def ceiling(self) -> float:
@@ -211,14 +212,15 @@ def terms(index: Index, words: list[str], found: list[int] | None = None) -> Ter
     covers little of itself in any chunk. `found`: how many chunks contain each word, when already counted.
     """
     total = int(index.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]) or 1
-    queries, weights = [], []
+    queries, weights, counts = [], [], []
     sql = "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?"
     for i, word in enumerate(words):
         match = chunking.fts_query([word]) or ""
         count = found[i] if found is not None else int(index.conn.execute(sql, (match,)).fetchone()[0])
         queries.append(match)
         weights.append(idf(total, count))
-    return Terms(queries, weights, total)
+        counts.append(count)
+    return Terms(queries, weights, total, tuple(counts))
 
 
 def idf(total: int, count: int) -> float:
@@ -248,20 +250,28 @@ def parts(query: str, words: list[str]) -> list[list[int]]:
 
 
 MAX_PARAMETERS = 900  # ids per statement, below the 999 parameters of SQLite before 3.32
+# Reading a word's whole list costs about 0.06 µs a chunk that holds it; FTS5's seek for one id about 15 µs
+# (measured at 20,000 and 100,000 notes): the list is read when it holds fewer than this many chunks per id asked.
+SCAN_PER_ID = 250
 
 
-def matching_chunks(index: Index, match: str, chunk_ids: Sequence[int]) -> set[int]:
-    """Which of `chunk_ids` match the FTS5 query `match`.
+def matching_chunks(index: Index, match: str, chunk_ids: Sequence[int], count: int | None = None) -> set[int]:
+    """Which of `chunk_ids` match the FTS5 query `match`; `count`: how many chunks match it, when known.
 
-    FTS5 turns `rowid IN (…)` beside MATCH into a seek per id and term (5 ms for 60 chunks and a six-word prompt
-    at 20,000 notes); reading the term's whole list in C and keeping the ids asked for (`r+0` keeps the IN out of
-    FTS5) costs a tenth of that, and never more, on every prompt measured (wiki/explanation/hooks.md).
+    Two plans, the same answer. FTS5 turns `rowid IN (…)` beside MATCH into a seek per id (5 ms for 60 chunks
+    and a six-word prompt at 20,000 notes); reading the query's whole list in C and keeping the ids asked for
+    (`r+0` keeps the IN out of FTS5) costs a tenth of that, unless the list is long and the ids few: the seeks
+    are taken when `count` says so, or is unknown (wiki/explanation/hooks.md).
     """
     found: set[int] = set()
+    scan = count is not None and count < SCAN_PER_ID * len(chunk_ids)
     for start in range(0, len(chunk_ids), MAX_PARAMETERS):  # an older SQLite takes 999 parameters at most
         part = chunk_ids[start : start + MAX_PARAMETERS]
         marks = ",".join("?" * len(part))
-        sql = f"SELECT r FROM (SELECT rowid AS r FROM chunks_fts WHERE chunks_fts MATCH ?) WHERE r+0 IN ({marks})"  # noqa: S608 (marks only)
+        if scan:
+            sql = f"SELECT r FROM (SELECT rowid AS r FROM chunks_fts WHERE chunks_fts MATCH ?) WHERE r+0 IN ({marks})"  # noqa: S608 (marks only)
+        else:
+            sql = f"SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? AND rowid IN ({marks})"  # noqa: S608 (marks only)
         found.update(row[0] for row in index.conn.execute(sql, [match, *part]))
     return found
 
@@ -281,7 +291,8 @@ def coverage_rare(
         return dict.fromkeys(ids, (0.0, 0, 0.0, 0.0))
     found: dict[int, list[int]] = {c: [] for c in ids}  # chunk id → the indices of the words it contains
     for i, match in enumerate(words.queries):
-        for chunk_id in matching_chunks(index, f"{columns}: ({match})", ids):
+        count = words.counts[i] if i < len(words.counts) else None  # in any column: at least the columns' own
+        for chunk_id in matching_chunks(index, f"{columns}: ({match})", ids, count):
             found[chunk_id].append(i)
     ceiling, weights = words.ceiling, words.weights
     sizes = [sum(weights[i] for i in part) for part in sentences]

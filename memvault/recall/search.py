@@ -396,8 +396,10 @@ def _coord(
     matched = dict.fromkeys(ids, 0)
     chunks = list(note_of)
     for term in terms:
-        match = chunking.fts_query([term]) if postings[term] else None  # a word no chunk holds matches none here
-        for note_id in {note_of[c] for c in relevance.matching_chunks(index, match, chunks)} if match else ():
+        if not postings[term]:  # a word no chunk holds
+            continue
+        holding = relevance.matching_chunks(index, chunking.fts_query([term]) or "", chunks, postings[term])
+        for note_id in {note_of[c] for c in holding}:
             matched[note_id] += 1
     scaled = {n: (score * matched[n] / len(terms), chunk) for n, (score, chunk) in found.items()}
     return dict(sorted(scaled.items(), key=lambda item: -item[1][0]))
