@@ -646,6 +646,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chunk-chars", type=int, help="experiment: chunking.MAX_CHUNK_CHARS")
     parser.add_argument("--embed-chars", type=int, help="experiment: chunking.EMBED_CHARS")
     parser.add_argument("--chance", type=float, help="experiment: fusion.CHANCE (the discount per chance)")
+    parser.add_argument("--model", default=embed.DEFAULT, help="the embedding model (as embedding.model: a folder)")
     args = parser.parse_args(argv)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     unknown = set(modes) - set(MODES)
@@ -656,7 +657,7 @@ def main(argv: list[str] | None = None) -> int:
     corpora: list[Corpus] = []
     if args.set == "spans":
         found_kepano = bench_data.require(args.kepano, "kepano-obsidian", "--kepano", "the kepano vault")
-        embedder = embed.load()
+        embedder = embed.load(args.model)
         with tempfile.TemporaryDirectory(prefix="memvault-bench-") as tmp:
             result = span_choice(found_kepano, embedder, Path(tmp), args.cache)
         if args.json:
@@ -676,7 +677,7 @@ def main(argv: list[str] | None = None) -> int:
         corpora.append(preferences(PREFERENCES))
 
     started = time.perf_counter()
-    embedder = embed.load()
+    embedder = embed.load(args.model)
     output: dict[str, Any] = {"model": embedder.name, "model_load_s": round(time.perf_counter() - started, 2),
                               "k": args.k, "candidates": search.CANDIDATES, "argv": sys.argv[1:]}  # fmt: skip
     print(f"model {embedder.name} loaded in {output['model_load_s']} s")

@@ -312,12 +312,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write every number (and every hit's signals) to this file")
     parser.add_argument("--rows", type=Path, help="reuse the signals saved by an earlier --json run (no recall)")
     parser.add_argument("--training-rows", type=Path, help="also the training data's table (train_relevance --rows)")
+    parser.add_argument("--model", default=embed.DEFAULT, help="the embedding model (as embedding.model: a folder)")
     args = parser.parse_args(argv)
     if args.rows:
         saved = json.loads(args.rows.read_text(encoding="utf-8"))["rows"]
         rows = [load_row(r) for r in saved]
     else:
-        embedder = embed.load()
+        embedder = embed.load(args.model)
         with tempfile.TemporaryDirectory(prefix="memvault-floor-") as tmp:
             rows = collect(args, embedder, Path(tmp))
     out = report(rows)

@@ -1,7 +1,7 @@
 """Adapt the packaged MiniLM to the team's recall data: a linear map over its query vectors, or a fine-tune.
 
     nice python scripts/train_adapter.py linear  [--rank R] [--steps N] [--floor W] [--save FILE] [--test]
-    nice python scripts/train_adapter.py finetune [--epochs N] [--limit N] [--test]
+    nice python scripts/train_adapter.py finetune [--epochs N] [--lora R] [--save DIR|FILE.npz] [--limit N] [--test]
     nice python scripts/train_adapter.py stock [--test]
     nice python scripts/train_adapter.py map [--map FILE] [--test]     (score a saved map, default the shipped one)
 
@@ -26,7 +26,9 @@ cosines.
 
 `finetune`: the model itself, sentence-transformers' MultipleNegativesRankingLoss over (prompt, relevant
 passage, a labelled non-relevant passage of the same prompt, else another train passage) in batches
-that never hold one passage twice, AdamW, a plain torch loop (no `datasets`/`accelerate` needed).
+that never hold one passage twice, AdamW, a plain torch loop (no `datasets`/`accelerate` needed). With `--lora R`
+the model is frozen and each linear layer of its transformer learns a rank-R delta b·a (b starts at 0), saved
+with --save as an .npz of the factors (`<layer>.a`, `<layer>.b`). Measured, not shipped: wiki/explanation/recall.md.
 
 (Over 400 lines: both methods, their data and their shared scores stay in one script, so that one run prints
 them side by side on the same split.)
@@ -323,6 +325,8 @@ def finetune(d: Data, args: argparse.Namespace) -> Any:
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
     model = embed.load(threads=args.threads).model
+    if args.lora:
+        add_lora(model, args.lora, args.seed)
     train = d.pairs["train"]
     hard: dict[int, list[int]] = defaultdict(list)
     for i, j, label in train:
@@ -338,7 +342,7 @@ def finetune(d: Data, args: argparse.Namespace) -> Any:
     if args.limit:
         triples = triples[: args.limit]
     loss_fn = MultipleNegativesRankingLoss(model)
-    optimiser = torch.optim.AdamW(model.parameters(), lr=args.lr)
+    optimiser = torch.optim.AdamW([w for w in model.parameters() if w.requires_grad], lr=args.lr)
     model.train()
     started = time.perf_counter()
     for epoch in range(args.epochs):
@@ -364,6 +368,51 @@ def finetune(d: Data, args: argparse.Namespace) -> Any:
     return model
 
 
+LORA_TARGETS = (
+    "attention.self.query",
+    "attention.self.key",
+    "attention.self.value",
+    "attention.output.dense",
+    "intermediate.dense",
+    "output.dense",
+)  # every Linear of each BERT layer
+
+
+def add_lora(model: Any, rank: int, seed: int) -> None:
+    """Freeze the model and give each Linear of its transformer layers a trainable low-rank delta B·A (B at 0)."""
+    import torch
+
+    class LoRA(torch.nn.Module):
+        def __init__(self, base: Any) -> None:
+            super().__init__()
+            self.base = base
+            generator = torch.Generator().manual_seed(seed)
+            start = torch.randn(rank, base.in_features, generator=generator) / base.in_features**0.5
+            self.a = torch.nn.Parameter(start)
+            self.b = torch.nn.Parameter(torch.zeros(base.out_features, rank))
+
+        def forward(self, x: Any) -> Any:
+            return self.base(x) + (x @ self.a.T) @ self.b.T
+
+    for weight in model.parameters():
+        weight.requires_grad = False
+    bert = model[0].auto_model
+    for name, module in list(bert.named_modules()):
+        if name.split(".", 3)[:2] == ["encoder", "layer"] and name.split(".", 3)[-1] in LORA_TARGETS:
+            parent_name, _, child = name.rpartition(".")
+            setattr(bert.get_submodule(parent_name), child, LoRA(module))
+
+
+def lora_factors(model: Any) -> dict[str, np.ndarray]:
+    """`<Linear's name>.a` and `.b` → its low-rank factors (float32): the weight's delta is b @ a."""
+    out = {}
+    for name, module in model[0].auto_model.named_modules():
+        if hasattr(module, "a") and hasattr(module, "base"):
+            out[f"{name}.a"] = module.a.detach().numpy().astype(np.float32)
+            out[f"{name}.b"] = module.b.detach().numpy().astype(np.float32)
+    return out
+
+
 def encode(model: Any, texts: list[str]) -> np.ndarray:
     return np.asarray(model.encode(texts, batch_size=32, normalize_embeddings=True, show_progress_bar=False),
                       dtype=np.float32)  # fmt: skip
@@ -380,7 +429,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", type=Path, help="an .npz of stock vectors by text, reused between runs")
     parser.add_argument("--files", help="only these data files (comma-separated names, e.g. uv-docs.jsonl)")
     parser.add_argument("--test", action="store_true", help="also score the test split (once, at the end)")
-    parser.add_argument("--save", type=Path, help="linear: write M here (.npy, float32)")
+    parser.add_argument("--save", type=Path, help="linear: write M here (.npy, float32); finetune: the model's folder")
     parser.add_argument("--limit", type=int, default=0, help="train on the first N train examples only")
     parser.add_argument("--rank", type=int, default=0, help="linear: 0 full map, else I + U Vᵀ of this rank")
     parser.add_argument("--steps", type=int, default=100)
@@ -398,6 +447,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--map", type=Path, help="method map: score this saved map (default: the shipped one)")
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument("--lora", type=int, default=0, help="finetune: train a low-rank delta of this rank only")
     parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args(argv)
     args.lr = args.lr or (2e-5 if args.method == "finetune" else 1e-4)
@@ -446,8 +496,15 @@ def main(argv: list[str] | None = None) -> int:
         started = time.perf_counter()
         model = finetune(d, args)
         print(f"fine-tuned in {time.perf_counter() - started:.0f} s", flush=True)
+        if args.save and args.lora:
+            np.savez(args.save, **lora_factors(model))
+            print(f"wrote the low-rank deltas to {args.save}", flush=True)
+        elif args.save:
+            model.save(str(args.save))
+            print(f"wrote the fine-tuned model to {args.save}", flush=True)
         queries, docs = encode(model, d.prompts), encode(model, d.passages)
-        name = f"finetune e{args.epochs} lr{args.lr}" + (f" limit{args.limit}" if args.limit else "")
+        name = f"finetune e{args.epochs} lr{args.lr}" + (f" lora{args.lora}" if args.lora else "")
+        name += f" limit{args.limit}" if args.limit else ""
     for split in splits:
         if args.method != "stock":
             show("stock", split, score(d, split, q, p))

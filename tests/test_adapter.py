@@ -190,3 +190,30 @@ def test_the_floor_term_trains_reproducibly_and_changes_the_map(embedder: embed.
     as_margin = train_adapter.train_linear(data, prompts, passages, margin)
     assert np.array_equal(as_margin, train_adapter.train_linear(data, prompts, passages, margin))
     assert not np.allclose(as_margin, first) and not np.allclose(as_margin, without)
+
+
+@needs_model
+def test_a_low_rank_delta_starts_as_the_stock_model_and_trains_only_its_factors() -> None:
+    """`train_adapter.py finetune --lora R`: each linear layer of the 6 transformer layers gets factors b·a; with b
+    at 0 the vectors are the stock model's, a training step moves them, and only the factors are trained/saved."""
+    import torch
+
+    model = embed.load(threads=1).model  # a copy of its own: the session's `embedder` is not changed
+    text = ["install the dependencies for the backend"]
+    before = model.encode(text, normalize_embeddings=True)
+    train_adapter.add_lora(model, 4, train_adapter.SEED)
+    assert np.allclose(model.encode(text, normalize_embeddings=True), before, atol=1e-6)
+    trained = [w for w in model.parameters() if w.requires_grad]
+    assert len(trained) == 2 * 6 * len(train_adapter.LORA_TARGETS)
+    optimiser = torch.optim.AdamW(trained, lr=1e-2)
+    features = model.tokenize(text)
+    model.train()
+    loss = -model(features)["sentence_embedding"][0, 0]
+    loss.backward()
+    optimiser.step()
+    model.eval()
+    assert not np.allclose(model.encode(text, normalize_embeddings=True), before, atol=1e-4)
+    factors = train_adapter.lora_factors(model)
+    assert len(factors) == len(trained)
+    query = factors["encoder.layer.0.attention.self.query.a"]
+    assert query.shape == (4, 384) and factors["encoder.layer.0.intermediate.dense.b"].shape == (1536, 4)
