@@ -265,6 +265,7 @@ def prompt_profile(records: list[dict]) -> dict[str, float]:
     """p50 of each part of the warm prompt hook's time, from its log records (the hook's and the service's marks)."""
     warm = [r for r in records if r["hook"] == "UserPromptSubmit" and r.get("served")  # a hand-run hook has no session
             and "UserPromptSubmit warm" in (r.get("session") or "")
+            and f"-{RUN}-" in r["session"]  # this run's: a kept home's log holds the runs before it too
             and isinstance(r.get("service_ms"), dict)]  # fmt: skip
     if not warm:
         return {}
