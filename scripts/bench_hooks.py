@@ -28,6 +28,8 @@ plus 20 always-load notes; its notes get copies of real vectors from an embedded
 (KNN cost does not depend on the vectors' content). Background jobs the hooks start are waited for
 between runs, so one run's job never slows the next run; their own durations are reported from the
 hook log. The notes' text comes from LoCoMo (--locomo FILE, or $MEMVAULT_BENCH_DATA/locomo/).
+Last, the prompt hook's physical floor in the same run (`hook_floor.py`): a `python -S` hand-over with nothing
+of memvault in it, the query's encoding, and a keyword-only search with nothing around it.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_latency as bl  # the synthetic vault and its helpers are shared
+import hook_floor
 
 import memvault
 from memvault.claude.settings import INTERPRETER_FLAGS
@@ -249,15 +252,18 @@ def worker(args: argparse.Namespace) -> int:
             if r["hook"].startswith("job:"):
                 jobs.setdefault(r["hook"], []).append(r["duration_ms"])
         profile = prompt_profile(log_records(home))
+        floor = hook_floor.measure(env, args.runs, Path(report["index"]), bl.PROMPTS)
     finally:
         client.stop()
         if not args.keep:
             shutil.rmtree(base, ignore_errors=True)
     print_table(rows, statistics.median(bare), statistics.median(bare_s), args.size, jobs)
     print_profile(profile)
+    hook_floor.print_floor(floor, statistics.median(bare))
     if args.json:
         out = {"rows": rows, "bare_p50": statistics.median(bare), "bare_no_site_p50": statistics.median(bare_s)}
-        args.json.write_text(json.dumps({**out, "jobs": jobs, "profile": profile, "python": sys.executable}, indent=2))
+        out |= {"jobs": jobs, "profile": profile, "floor": floor, "python": sys.executable}
+        args.json.write_text(json.dumps(out, indent=2))
     return 0
 
 
@@ -311,6 +317,9 @@ def print_both(results: dict[str, dict], size: int) -> None:
         if results[n].get("profile"):
             print(f"\nprofile, {n}:")
             print_profile(results[n]["profile"])
+        if results[n].get("floor"):
+            print(f"\nfloor, {n}:")
+            hook_floor.print_floor(results[n]["floor"], results[n]["bare_p50"])
 
 
 def print_table(rows: list[dict], bare: float, bare_s: float, size: int, jobs: dict[str, list[float]]) -> None:
