@@ -102,3 +102,23 @@ def test_a_wedged_service_changes_nothing_and_the_hook_does_the_work_once(served
     wait_for(lambda: len(jobs("start")) >= 1)
     time.sleep(1.0)  # the service, resumed, answers the dropped request: that answer must start nothing more
     assert len(jobs("start")) == 1 and len(log_records("SessionStart")) == 1
+
+
+def test_an_always_load_edit_of_the_same_size_and_time_is_given_at_the_next_session(served_vault: Path) -> None:
+    # The service keeps each always-load note as read (parsed, secrets redacted) by its text, across sessions: an
+    # edit that keeps the file's size and modification time must still be given, with its secret redacted.
+    note = served_vault / "MemoryVault" / "personal-private" / "_always-load" / "dev-flow.md"
+    first = run_hook("session_start", payload("SessionStart", session="e-1", source="startup"))
+    assert "Small commits, one logical change each." in context_of(first, "SessionStart")
+    before, text = note.stat(), note.read_text(encoding="utf-8")
+    line = "- Small commits, one logical change each."
+    key = "AKIA" + "ABCDEFGH12345678"
+    edited = line.replace("Small commits, one logical change each.", f"Deploy key {key} here.")
+    edited += " " * (len(line) - len(edited))  # the same size, byte for byte
+    note.write_text(text.replace(line, edited), encoding="utf-8")
+    os.utime(note, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert (note.stat().st_size, note.stat().st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    second = run_hook("session_start", payload("SessionStart", session="e-2", source="startup"))
+    context = context_of(second, "SessionStart")
+    assert log_records("SessionStart")[-1]["served"] is True
+    assert "Small commits" not in context and "Deploy key [REDACTED:" in context and key not in context

@@ -162,6 +162,11 @@ def _chunk_context(conn: Connection) -> None:
     conn.execute("UPDATE notes SET embedded = NULL")
 
 
+def _always_load_index(conn: Connection) -> None:
+    # SessionStart reads the notes flagged `always_load` on every session: a few rows, not a scan of every note.
+    conn.execute("CREATE INDEX notes_always_load ON notes(path) WHERE always_load = 1")
+
+
 MIGRATIONS: list[db.Migration] = [
     ("0001_core", _core),
     ("0002_recalls", _recalls),
@@ -171,4 +176,5 @@ MIGRATIONS: list[db.Migration] = [
     ("0006_readable_pending", _readable_pending),
     ("0007_privacy_reread", _reread),
     ("0008_chunk_context", _chunk_context),
+    ("0009_always_load_index", _always_load_index),
 ]
