@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memvault import open_vault, paths
-from memvault.index import sync
+from memvault.index import db, sync
 from memvault.recall import search, service, vecmem
 from memvault.vault import indexing
 
@@ -61,12 +61,18 @@ def test_in_memory_nearest_chunks_match_sqlite_vec(indexed, embedder) -> None:
         index.close()
 
 
-def test_a_write_makes_the_copy_stale_until_it_is_reloaded(indexed, embedder) -> None:
+def test_a_write_of_the_vectors_makes_the_copy_stale_until_it_is_reloaded(indexed, embedder) -> None:
     root, index_file = indexed
     cache = vecmem.VectorCache()
     fresh(cache, index_file)
-    open_vault(root).save("fix", "clutch", "# Clutch\n\nA slipping clutch needs new friction plates.\n")
-    assert cache.nearest_for(index_file) is None  # never an old copy after a save (this call starts the reload)
+    vault = open_vault(root)
+    vault.save("fix", "clutch", "# Clutch\n\nA slipping clutch needs new friction plates.\n")
+    index, _ = indexing.open_index(vault.root, vault.config)
+    try:
+        assert sync.embed_pending(index, embedder) >= 1  # the new note's vectors written
+    finally:
+        index.close()
+    assert cache.nearest_for(index_file) is None  # never an old copy after that (this call starts the reload)
     assert cache.wait_idle(30)
     found = cache.nearest_for(index_file)  # (`fresh` would race the reload just started)
     assert found is not None
@@ -74,6 +80,55 @@ def test_a_write_makes_the_copy_stale_until_it_is_reloaded(indexed, embedder) ->
     try:
         blob = embedder.encode(["the clutch is slipping"])[0]
         assert list(found(index, blob, 3, 0, None)) == list(search.sqlite_nearest(index, blob, 3, 0, None))
+        clutch = index.conn.execute("SELECT c.id FROM chunks c JOIN notes n ON n.id = c.note_id "
+                                    "WHERE n.path LIKE '%clutch.md'").fetchone()[0]  # fmt: skip
+        assert next(iter(found(index, blob, 3, 0, None))) == clutch
+    finally:
+        index.close()
+
+    # A note made private keeps its vectors' values but not their visibility: a write of the vectors too.
+    note = next(root.glob("MemoryVault/*/domain/*.md"))
+    note.write_text("---\nprivate: true\n---\n" + note.read_text(encoding="utf-8"), encoding="utf-8")
+    index, _ = indexing.open_index(vault.root, vault.config)
+    try:
+        sync.sync(index, indexing.layout(vault.root, vault.config))
+    finally:
+        index.close()
+    assert cache.nearest_for(index_file) is None
+    assert cache.wait_idle(30)
+    found = cache.nearest_for(index_file)
+    assert found is not None
+    index = search.open_reader(index_file)
+    try:
+        blob = embedder.encode([note.read_text(encoding="utf-8")])[0]
+        assert list(found(index, blob, 5, 0, None)) == list(search.sqlite_nearest(index, blob, 5, 0, None))
+    finally:
+        index.close()
+
+
+def test_writes_that_leave_the_vectors_alone_keep_the_copy(indexed, embedder, memvault_home: Path) -> None:
+    # After every turn of a session a background job writes the index (recall counts, a reindex's time, a note
+    # saved before its vectors): the copy must stay in use, not send the next prompt to a sqlite-vec scan.
+    root, index_file = indexed
+    cache = vecmem.VectorCache()
+    fresh(cache, index_file)
+    vault = open_vault(root)
+    vault.save("fix", "clutch", "# Clutch\n\nA slipping clutch needs new friction plates.\n")  # no vectors yet
+    index, _ = indexing.open_index(vault.root, vault.config)
+    try:
+        sync.sync(index, indexing.layout(vault.root, vault.config))  # marks the whole-vault sync done
+        with db.transaction(index.conn):
+            index.conn.execute("INSERT OR REPLACE INTO recalls (path, count, last_recalled) VALUES ('x.md', 1, 'now')")
+    finally:
+        index.close()
+    found = cache.nearest_for(index_file)
+    assert found is not None and not cache._loading  # served from the copy, and no reload started
+    assert cache.nearest_for(index_file) == found  # the same copy, now under the file's new stamp
+    index = search.open_reader(index_file)
+    try:
+        for query in QUERIES:
+            blob = embedder.encode([query])[0]
+            assert list(found(index, blob, 6, 1, None)) == list(search.sqlite_nearest(index, blob, 6, 1, None))
     finally:
         index.close()
 

@@ -17,7 +17,7 @@ from memvault.errors import MemvaultError
 
 from . import chunking, db
 from .db import Connection
-from .schema import FTS_INSERT, MIGRATIONS, UNREADABLE, VEC_TABLE, NoteRow, content_hash
+from .schema import FTS_INSERT, MIGRATIONS, UNREADABLE, VEC_TABLE, VECTORS_VERSION, NoteRow, content_hash
 
 
 class CorruptIndex(MemvaultError):
@@ -102,6 +102,12 @@ class Index:
     def set_meta(self, key: str, value: str) -> None:
         self.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
 
+    def vectors_version(self) -> str | None:
+        """A token that changes with every write of the vectors (their values, groups or visibility), and only
+        then: the warm service's in-memory copy stays valid through the index's other writes. None before the
+        first vector write of a release that keeps it."""
+        return self.get_meta(VECTORS_VERSION)
+
     def vector_model(self) -> tuple[str, int] | None:
         """The (model name, dimension) the stored vectors were made with, or None before the first vector."""
         name, dim = self.get_meta("vec_model"), self.get_meta("vec_dim")
@@ -125,6 +131,7 @@ class Index:
             self.conn.execute("UPDATE chunks SET vhash = NULL")
             self.set_meta("vec_model", name)
             self.set_meta("vec_dim", str(int(dim)))
+            self._vectors_written()
         return True
 
     # ---- notes ----------------------------------------------------------------------------
@@ -215,6 +222,8 @@ class Index:
             conn.execute(FTS_INSERT, (chunk_id, *chunking.keyword_row(row.title, row.tags, part)))
             if vector is not None:
                 self._insert_vector(chunk_id, vector, row.group, row.visibility)
+        if stale:  # the old chunks' vectors were dropped with them (and those still good written again)
+            self._vectors_written()
         conn.execute("UPDATE notes SET embedded = ? WHERE id = ?", (self._model_name() if complete else None, note_id))
         conn.executemany("INSERT INTO links (src, target) VALUES (?, ?)", [(note_id, t) for t in links])
         return note_id
@@ -228,6 +237,8 @@ class Index:
                 self._drop_chunks(row[0])
                 self.conn.execute("DELETE FROM notes WHERE id = ?", (row[0],))
                 count += 1
+        if count and self._has_vectors():
+            self._vectors_written()
         return count
 
     def resolve_links(self) -> None:
@@ -305,6 +316,7 @@ class Index:
             self.conn.execute(f"DELETE FROM {VEC_TABLE} WHERE rowid = ?", (chunk_id,))
             self._insert_vector(chunk_id, blob, grp, vis)
             self.conn.execute("UPDATE chunks SET vhash = ehash WHERE id = ?", (chunk_id,))
+        self._vectors_written()
         self.conn.execute("UPDATE notes SET embedded = ? WHERE id = ?", (model, note_id))
 
     def clear(self) -> None:
@@ -314,6 +326,7 @@ class Index:
                 self.conn.execute(f"DELETE FROM {table}")
             if self.vector:  # without vec0 loaded the table cannot be dropped; use_model() replaces it later
                 self.conn.execute(f"DROP TABLE IF EXISTS {VEC_TABLE}")
+            self._vectors_written()
 
     # ---- reporting ------------------------------------------------------------------------
 
@@ -341,6 +354,10 @@ class Index:
 
     def _has_vectors(self) -> bool:
         return self.vector and self.vector_model() is not None
+
+    def _vectors_written(self) -> None:
+        """Mark the vectors changed (`vectors_version`): a new random token, never one seen before."""
+        self.set_meta(VECTORS_VERSION, os.urandom(8).hex())
 
     def _insert_vector(self, chunk_id: int, blob: bytes, grp: str | None, vis: int) -> None:
         self.conn.execute(

@@ -6,6 +6,7 @@ Pure definitions: opening, querying and writing the database is `core`.
 from __future__ import annotations
 
 import json
+import os
 
 from memvault.records import Record
 
@@ -13,6 +14,7 @@ from . import chunking, db
 from .db import Connection
 
 VEC_TABLE = "vec_chunks"
+VECTORS_VERSION = "vectors_version"  # the meta key of `Index.vectors_version`
 
 # How far a note may travel into agent context; vectors carry it so KNN can pre-filter.
 VISIBLE, INBOX, PRIVATE, HIDDEN = 0, 1, 2, 3
@@ -167,6 +169,11 @@ def _always_load_index(conn: Connection) -> None:
     conn.execute("CREATE INDEX notes_always_load ON notes(path) WHERE always_load = 1")
 
 
+def _vectors_version(conn: Connection) -> None:
+    # `Index.vectors_version`'s first token: the warm service can tell its copy is current from the next write on.
+    conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (VECTORS_VERSION, os.urandom(8).hex()))
+
+
 MIGRATIONS: list[db.Migration] = [
     ("0001_core", _core),
     ("0002_recalls", _recalls),
@@ -177,4 +184,5 @@ MIGRATIONS: list[db.Migration] = [
     ("0007_privacy_reread", _reread),
     ("0008_chunk_context", _chunk_context),
     ("0009_always_load_index", _always_load_index),
+    ("0010_vectors_version", _vectors_version),
 ]

@@ -1,9 +1,11 @@
 """The warm service's in-memory copy of an index's vectors: the exact nearest chunks with numpy in milliseconds.
 
 sqlite-vec scans every vector on each query (about 27 ms for 20k notes); a float32 matrix product does
-the same in 2–3 ms. A copy is keyed by the index file's and its WAL's size and mtime: when either
-changes (a note was saved or reindexed), the copy is reloaded on a background thread, and until it is
-fresh `nearest_for` returns None so recall uses sqlite-vec. A prompt never waits for a reload.
+the same in 2–3 ms. A copy is keyed by the index file's and its WAL's size and mtime. When either changes,
+the index's `vectors_version` says whether its vectors did: most writes are not to them (a background job
+counting recalls or marking a reindex done, after every turn of a session), and the copy stays. When they
+did (a note was saved or embedded), the copy is reloaded on a background thread, and until it is fresh
+`nearest_for` returns None so recall uses sqlite-vec. A prompt never waits for a reload.
 """
 
 from __future__ import annotations
@@ -39,10 +41,10 @@ def stamp(path: Path) -> Stamp:
 class Vectors:
     """One index's vectors as a matrix, with each row's chunk id, group and visibility."""
 
-    def __init__(self, key: Stamp, rows: list[tuple[int, bytes, str | None, int]]) -> None:
+    def __init__(self, key: Stamp, version: str | None, rows: list[tuple[int, bytes, str | None, int]]) -> None:
         import numpy as np
 
-        self.key = key
+        self.key, self.version = key, version  # version: the index's `vectors_version` when these were read
         self.ids = np.array([r[0] for r in rows], dtype=np.int64)
         self.groups = np.array([r[2] for r in rows], dtype=object)
         self.visibility = np.array([r[3] for r in rows], dtype=np.int64)
@@ -88,6 +90,14 @@ class VectorCache:
                 return copy.nearest
             if name in self._loading:
                 return None
+        # The file changed: read after the stamp, an unchanged version means these vectors are still the index's.
+        if copy is not None and copy.version is not None and copy.version == _version(path):
+            with self._lock:
+                copy.key = key
+            return copy.nearest
+        with self._lock:
+            if name in self._loading:
+                return None
             self._loading.add(name)
         threading.Thread(target=self._reload, args=(path,), daemon=True).start()
         return None
@@ -123,20 +133,33 @@ class VectorCache:
                 self._loading.discard(str(path))
 
 
-def _read(path: Path) -> tuple[Stamp, list[Any]] | None:
-    """The index's stamp and every (chunk id, vector, group, visibility) in it; None when it has no vectors.
+def _version(path: Path) -> str | None:
+    """The index's `vectors_version` (None when it keeps none, or cannot be read: then the copy is reloaded)."""
+    with contextlib.suppress(Exception):
+        index = open_reader(path)
+        try:
+            return index.vectors_version()
+        finally:
+            index.close()
+    return None
 
-    The stamp is taken after opening (which may create an empty WAL) and before reading, so a write
-    that lands in between only causes one more reload, never a stale copy taken for a fresh one.
+
+def _read(path: Path) -> tuple[Stamp, str | None, list[Any]] | None:
+    """The index's stamp, its vectors' version and every (chunk id, vector, group, visibility) in it; None when
+    it has no vectors.
+
+    The stamp is taken after opening (which may create an empty WAL) and before reading, and the version
+    before the vectors, so a write that lands in between only causes one more reload, never a stale copy
+    taken for a fresh one.
     """
     with contextlib.suppress(Exception):  # a missing, damaged or keyword-only index: stay with sqlite-vec
         index = open_reader(path)
         try:
             if not index.vector or index.vector_model() is None:
                 return None
-            key = stamp(path)
+            key, version = stamp(path), index.vectors_version()
             sql = f"SELECT rowid, embedding, grp, visibility FROM {VEC_TABLE}"  # noqa: S608 (a module constant)
-            return key, [(int(r[0]), bytes(r[1]), r[2], int(r[3])) for r in index.conn.execute(sql)]
+            return key, version, [(int(r[0]), bytes(r[1]), r[2], int(r[3])) for r in index.conn.execute(sql)]
         finally:
             index.close()
     return None
