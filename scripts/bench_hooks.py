@@ -102,13 +102,20 @@ def wait_in_memory(index: Path, timeout: float = 300) -> None:
 
 
 def measure(
-    label: str, name: str, event: str, env: dict[str, str], home: Path, runs: int, extra: dict, touch: bool = False
-) -> dict:
+    label: str, name: str, event: str, env: dict[str, str], home: Path, runs: int, extra: dict, touch: bool = False,
+    turn: dict | None = None,
+) -> dict:  # fmt: skip
     """Run one hook `runs` times (a new session id each time), each right after a bare `python -c pass`;
-    `touch` edits the config before every run."""
+    `touch` edits the config before every run; `turn` (a Stop event) ends an agent turn before every run, and its
+    background job (reflection, which also counts the session's recalls into the index) is waited for."""
     times, ratios, recall_ms, results = [], [], [], {}
     jobs = sum(r["hook"].startswith("job:") for r in log_records(home))
     for i in range(runs):
+        if turn is not None:
+            hook("stop", {"session_id": f"bench-{label}-{RUN}-{i}", "hook_event_name": "Stop", "cwd": str(REPO),
+                          **turn}, env)  # fmt: skip
+            jobs += 1
+            wait_jobs(home, jobs)
         fields = {k: (v[i % len(v)] if isinstance(v, list) else v) for k, v in extra.items()}
         session = f"bench-{label}-{RUN}-{i}"  # new in every run too: a kept home remembers what each session was given
         payload = {"session_id": session, "hook_event_name": event, "cwd": str(REPO), **fields}
@@ -238,6 +245,9 @@ def worker(args: argparse.Namespace) -> int:
                 client.stop()
             rows.append(measure(f"UserPromptSubmit {state}", "user_prompt_submit", "UserPromptSubmit", env, home,
                                 args.runs, prompt))  # fmt: skip
+            if state == "warm":  # as in a session: the turn before ended, and its job wrote the index meanwhile
+                rows.append(measure("UserPromptSubmit warm, after a turn's job", "user_prompt_submit",
+                                    "UserPromptSubmit", env, home, args.runs, prompt, turn=reflect))  # fmt: skip
             start = {"source": "startup", "transcript_path": str(transcript)}
             rows.append(measure(f"SessionStart {state}", "session_start", "SessionStart", env, home, args.runs, start))
             rows.append(measure(f"Stop {state}", "stop", "Stop", env, home, args.runs, reflect))
@@ -270,8 +280,8 @@ def worker(args: argparse.Namespace) -> int:
 def prompt_profile(records: list[dict]) -> dict[str, float]:
     """p50 of each part of the warm prompt hook's time, from its log records (the hook's and the service's marks)."""
     warm = [r for r in records if r["hook"] == "UserPromptSubmit" and r.get("served")  # a hand-run hook has no session
-            and "UserPromptSubmit warm" in (r.get("session") or "")
-            and f"-{RUN}-" in r["session"]  # this run's: a kept home's log holds the runs before it too
+            # this run's warm row only (a kept home's log holds the runs before it too)
+            and (r.get("session") or "").startswith(f"bench-UserPromptSubmit warm-{RUN}-")
             and isinstance(r.get("service_ms"), dict)]  # fmt: skip
     if not warm:
         return {}
