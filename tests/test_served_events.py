@@ -122,3 +122,44 @@ def test_an_always_load_edit_of_the_same_size_and_time_is_given_at_the_next_sess
     context = context_of(second, "SessionStart")
     assert log_records("SessionStart")[-1]["served"] is True
     assert "Small commits" not in context and "Deploy key [REDACTED:" in context and key not in context
+
+
+HOST_EVENTS = [("codex", "SessionStart", "SessionStart:startup"), ("codex", "Stop", "Stop"),
+               ("codex", "SessionEnd", "SessionEnd:other"), ("gemini", "SessionStart", "SessionStart:startup"),
+               ("gemini", "AfterAgent", "AfterAgent"), ("gemini", "SessionEnd", "SessionEnd:exit")]  # fmt: skip
+
+
+@pytest.mark.parametrize(("host", "event", "key"), HOST_EVENTS, ids=lambda v: str(v))
+def test_codex_and_gemini_session_events_are_served_and_answer_as_the_hook_would(
+    host: str, event: str, key: str, served_vault: Path, tmp_path: Path
+) -> None:
+    from .test_host_hooks import recorded, run
+
+    transcript = conversation(tmp_path / "t.jsonl", "host")
+    stdin = recorded(host, key, transcript_path=str(transcript))
+    served = run(host, event, stdin)
+    assert served.returncode == 0, served.stderr
+    record = [r for r in runtime.read_log() if r.get("host") == host][-1]
+    assert record["served"] is True and record["result"] == "success", record
+    if event == "SessionStart":
+        assert "Core dev flow" in json.loads(served.stdout)["hookSpecificOutput"]["additionalContext"]
+        wait_for(lambda: len(jobs("start")) == 1)
+    else:  # the end of a turn or of the session: nothing printed, reflection started by the hook process
+        assert served.stdout == "" and record["scheduled"].startswith("reflect"), record
+        wait_for(lambda: len(jobs("reflect")) == 1)
+
+    # The same event run by the hook itself (no service to hand it to) says the same.
+    from memvault.recall import client
+
+    client.stop()
+    alone = run(host, event, {**stdin, "session_id": stdin["session_id"] + "-alone"})
+    assert alone.stdout == served.stdout
+    assert "served" not in [r for r in runtime.read_log() if r.get("host") == host][-1]
+
+
+def test_the_launcher_hands_over_every_event_the_hosts_register() -> None:
+    from memvault.hooks import _launch
+    from memvault.hosts import spec
+
+    registered = {(host.name, event.name) for host in spec.HOSTS.values() for event in host.events}
+    assert set(_launch.FAST_HOST_EVENTS) == registered

@@ -27,10 +27,14 @@ if sys.flags.no_site:  # this hook's own memvault (checkout or site-packages), a
     sys.path.append(ROOT)
 
 
-# Handed to the warm service first (`memvault.hooks.fast`): Claude Code's events, and the other hosts' prompt
-# events (hosts.spec maps both of these onto UserPromptSubmit; the service checks it again).
+# Handed to the warm service first (`memvault.hooks.fast`): Claude Code's events, and the other hosts' events
+# (hosts.spec maps them onto the same core events; the service checks it again). Named here, not read from
+# hosts.spec: the hook process imports nothing it can skip (a test keeps the two in step).
 FAST_EVENTS = ("UserPromptSubmit", "SessionStart", "Stop", "SessionEnd", "Notification")
-FAST_HOST_EVENTS = (("codex", "UserPromptSubmit"), ("gemini", "BeforeAgent"))
+FAST_HOST_EVENTS = (
+    ("codex", "SessionStart"), ("codex", "UserPromptSubmit"), ("codex", "Stop"), ("codex", "SessionEnd"),
+    ("gemini", "SessionStart"), ("gemini", "BeforeAgent"), ("gemini", "AfterAgent"), ("gemini", "SessionEnd"),
+)  # fmt: skip
 
 
 def run(event: str) -> None:

@@ -6,8 +6,8 @@ would in the hook process (the hook's settings overrides, same recall, same outp
 service's own recall instead of a socket round trip, and hands back what the hook process prints,
 the files it writes and removes, and the background jobs it starts. The hook process does those only
 once the answer has reached it in time, so a late answer changes nothing and the full hook can still run.
-Claude Code's prompt, session start, stop, session end and idle notification come this way; the other
-hosts' prompts too.
+Claude Code's prompt, session start, stop, session end and idle notification come this way, and the other
+hosts' events that map onto them (Codex CLI's and Gemini CLI's session start, prompt, end of turn, session end).
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from . import adapters, events, fast
 
 OP = "prompt_hook"
 PROMPT = "UserPromptSubmit"
-# Claude Code's events the service runs for a hook process (`hooks._launch.FAST_EVENTS`); the other hosts' prompts
+# The core events the service runs for a hook process (`hooks._launch.FAST_EVENTS`, and the other hosts' events
+# that map onto them: `_launch.FAST_HOST_EVENTS`)
 EVENTS = (PROMPT, "SessionStart", "Stop", "SessionEnd", "Notification")
 OTHER_BUDGET_MS = 1000.0  # how long a hook process waits for any event but the prompt (which has its own budget)
 MAX_AGE_S = 60.0  # a hook process older than this is not one the service should answer for
@@ -39,7 +40,8 @@ def prompt_hook(call: service.Call) -> dict[str, Any]:
     host = request.get("host")  # Codex CLI or Gemini CLI; none for Claude Code
     if not (isinstance(event, str) and isinstance(text, str) and isinstance(started, (int, float))):
         return {"ok": False, "error": "prompt_hook needs event, payload and started"}
-    if (adapters.core_event(host, event) != PROMPT) if isinstance(host, str) else event not in EVENTS:
+    core = adapters.core_event(host, event) if isinstance(host, str) else event
+    if core not in EVENTS:
         return {"ok": False, "error": f"prompt_hook does not run {event!r}"}
     environ = request.get("env")
     if not (isinstance(environ, dict) and all(isinstance(v, str) for v in environ.values())):
@@ -50,7 +52,7 @@ def prompt_hook(call: service.Call) -> dict[str, Any]:
     if not 0 <= age < MAX_AGE_S:  # the two processes share the monotonic clock; anything else is not a hook's start
         return {"ok": False, "error": "started is not this machine's recent monotonic time"}
     settings = runtime.settings(environ)  # the hook's overrides applied; a bad config raises: the hook reports it
-    budget = settings["recall"]["prompt_budget_ms"] if isinstance(host, str) or event == PROMPT else OTHER_BUDGET_MS
+    budget = settings["recall"]["prompt_budget_ms"] if core == PROMPT else OTHER_BUDGET_MS
     call.tell({"ok": True, "wait_ms": max(0.0, budget - age * 1000)})  # how long the hook process should wait
     served = events.Served(float(started), call.recall, settings)
     token = events.SERVED.set(served)
