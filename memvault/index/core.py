@@ -222,7 +222,7 @@ class Index:
             conn.execute(FTS_INSERT, (chunk_id, *chunking.keyword_row(row.title, row.tags, part)))
             if vector is not None:
                 self._insert_vector(chunk_id, vector, row.group, row.visibility)
-        if stale:  # the old chunks' vectors were dropped with them (and those still good written again)
+        if old and self._has_vectors():  # the old chunks' vectors went with them (the good ones are back, new ids)
             self._vectors_written()
         conn.execute("UPDATE notes SET embedded = ? WHERE id = ?", (self._model_name() if complete else None, note_id))
         conn.executemany("INSERT INTO links (src, target) VALUES (?, ?)", [(note_id, t) for t in links])
