@@ -7,7 +7,6 @@ run without `--dangerously-bypass-hook-trust`: the hooks run only because the tr
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -122,20 +121,12 @@ def test_with_the_warm_service_up_codex_hooks_are_run_by_it(
     # The short way (hooks.fast) for Codex's own events: session start, prompt and end of turn are handed to the
     # warm service, started here in the environment the client gives its hooks (the service answers only those).
     vaults.make_vault(tmp_path, memvault_home)
-    config = memvault_home / "config.yaml"
-    config.write_text(config.read_text(encoding="utf-8").replace("warm_service: false", "warm_service: true"))
+    vaults.use_warm_service(memvault_home)
     with ResponsesStub(["Noted."]) as stub:
         codex = Codex(tmp_path, memvault_home, stub, monkeypatch)
-        serve = [sys.executable, "-m", "memvault", "serve"]
-        started = subprocess.run([*serve, "--background"], env=codex.env, capture_output=True, text=True, timeout=300)
-        assert started.returncode == 0, started.stdout + started.stderr
-        try:
+        with vaults.warm_service(codex.env):
             result = codex.exec(vaults.CLAUDE_ASKED)
-        finally:
-            subprocess.run([*serve, "--stop"], env=codex.env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     injected = "\n".join(developer_texts(stub.bodies()[0]))
     assert "<memoryvault-always-load" in injected and "Core dev flow" in injected
-    records = vaults.host_log("codex")
-    served = {r["hook"] for r in records if r.get("served") is True}
-    assert {"SessionStart", "UserPromptSubmit", "Stop"} <= served, records
+    assert {"SessionStart", "UserPromptSubmit", "Stop"} <= vaults.served_hooks("codex"), vaults.host_log("codex")

@@ -9,7 +9,6 @@ from __future__ import annotations
 import html
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -113,19 +112,11 @@ def test_with_the_warm_service_up_gemini_hooks_are_run_by_it(
     # As for Codex: Gemini CLI's session start, BeforeAgent, AfterAgent and session end are handed to the warm
     # service, started here in the environment the client gives its hooks (the service answers only those).
     vaults.make_vault(tmp_path, memvault_home)
-    config = memvault_home / "config.yaml"
-    config.write_text(config.read_text(encoding="utf-8").replace("warm_service: false", "warm_service: true"))
+    vaults.use_warm_service(memvault_home)
     with GeminiStub(["Noted."]) as stub:
         gemini = Gemini(tmp_path, memvault_home, stub, monkeypatch)
-        serve = [sys.executable, "-m", "memvault", "serve"]
-        started = subprocess.run([*serve, "--background"], env=gemini.env, capture_output=True, text=True, timeout=300)
-        assert started.returncode == 0, started.stdout + started.stderr
-        try:
+        with vaults.warm_service(gemini.env):
             result = gemini.run("-p", vaults.CLAUDE_ASKED)
-        finally:
-            subprocess.run([*serve, "--stop"], env=gemini.env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "Core dev flow" in texts(stub.bodies()[0])
-    records = vaults.host_log("gemini")
-    served = {r["hook"] for r in records if r.get("served") is True}
-    assert {"SessionStart", "UserPromptSubmit", "Stop"} <= served, records
+    assert {"SessionStart", "UserPromptSubmit", "Stop"} <= vaults.served_hooks("gemini"), vaults.host_log("gemini")

@@ -12,7 +12,8 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -128,3 +129,27 @@ def wait_for(condition: Callable[[], bool], timeout: float, message: str | Calla
 
 def note_text(vault: Path, rel: str) -> str:
     return (vault / rel).read_text(encoding="utf-8")
+
+
+def use_warm_service(memvault_home: Path) -> None:
+    """Turn the warm service on in `make_vault`'s config."""
+    config = memvault_home / "config.yaml"
+    config.write_text(config.read_text(encoding="utf-8").replace("warm_service: false", "warm_service: true"))
+
+
+@contextmanager
+def warm_service(env: dict[str, str]) -> Iterator[None]:
+    """The warm service, started (and ready) in the environment a client gives its hooks: it answers only hooks
+    whose config and state folders are its own."""
+    serve = [sys.executable, "-m", "memvault", "serve"]
+    started = subprocess.run([*serve, "--background"], env=env, capture_output=True, text=True, timeout=300)
+    assert started.returncode == 0, started.stdout + started.stderr
+    try:
+        yield
+    finally:
+        subprocess.run([*serve, "--stop"], env=env, capture_output=True, text=True, timeout=120)
+
+
+def served_hooks(host: str) -> set[str]:
+    """The core events of `host` that the warm service ran for the hook process."""
+    return {r["hook"] for r in host_log(host) if r.get("served") is True}
