@@ -64,6 +64,8 @@ def test_session_start_is_served_and_the_hook_process_writes_what_it_answers(ser
     alone = run_hook("session_start", {**start, "session_id": "s-2"})
     assert json.loads(alone.stdout) == json.loads(served.stdout)
     assert "served" not in log_records("SessionStart")[-1]
+    wait_for(lambda: len(jobs("start")) == 2)
+    client.stop()  # its start job, run after the service stopped, may have started it again
 
 
 def test_stop_and_session_end_are_served_and_their_reflection_runs(served_vault: Path, tmp_path: Path) -> None:
@@ -122,6 +124,7 @@ def test_an_always_load_edit_of_the_same_size_and_time_is_given_at_the_next_sess
     context = context_of(second, "SessionStart")
     assert log_records("SessionStart")[-1]["served"] is True
     assert "Small commits" not in context and "Deploy key [REDACTED:" in context and key not in context
+    wait_for(lambda: len(jobs("start")) == 2)  # each session's start job, done before the fixture stops the service
 
 
 HOST_EVENTS = [("codex", "SessionStart", "SessionStart:startup"), ("codex", "Stop", "Stop"),
@@ -155,6 +158,9 @@ def test_codex_and_gemini_session_events_are_served_and_answer_as_the_hook_would
     alone = run(host, event, {**stdin, "session_id": stdin["session_id"] + "-alone"})
     assert alone.stdout == served.stdout
     assert "served" not in [r for r in runtime.read_log() if r.get("host") == host][-1]
+    job = "start" if event == "SessionStart" else "reflect"
+    wait_for(lambda: len(jobs(job)) == 2)
+    client.stop()  # a start job that ran after the service stopped may have started it again
 
 
 def test_the_launcher_hands_over_every_event_the_hosts_register() -> None:
