@@ -27,6 +27,9 @@ import threading
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_latency as bl  # the bare start and the percentiles, as bench_hooks.py takes them
+
 HANDOVER = """
 import _socket, sys
 raw = sys.stdin.buffer.read()
@@ -53,11 +56,11 @@ print(len(conn.execute(top, (sys.argv[5],)).fetchall()))
 """
 
 
-def _timed(command: list[str], env: dict[str, str], stdin: str = "", *, prints: bool = True) -> float:
+def _timed(command: list[str], env: dict[str, str], stdin: str) -> float:
     started = time.perf_counter()
     done = subprocess.run(command, input=stdin, env=env, capture_output=True, text=True)
     elapsed = (time.perf_counter() - started) * 1000
-    if done.returncode != 0 or (prints and not done.stdout.strip()):
+    if done.returncode != 0 or not done.stdout.strip():
         raise SystemExit(f"the floor's process failed: {done.stderr[-1000:]}")
     return elapsed
 
@@ -66,17 +69,12 @@ def _paired(command: list[str], env: dict[str, str], runs: int, stdin: list[str]
     """p50/p95 of `command` and of its ratio to a bare `python -c pass` run right before each run."""
     times, ratios = [], []
     for i in range(runs):
-        bare = _timed([sys.executable, "-c", "pass"], env, prints=False)
+        bare = bl.bare(env, 1)[0]
         elapsed = _timed(command, env, stdin[i % len(stdin)])
         times.append(elapsed)
         ratios.append(elapsed / bare)
-    return {"p50": statistics.median(times), "p95": _pct(times, 0.95), "ratio_p50": statistics.median(ratios),
-            "ratio_p95": _pct(ratios, 0.95)}  # fmt: skip
-
-
-def _pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+    return {"p50": statistics.median(times), "p95": bl.pct(times, 0.95), "ratio_p50": statistics.median(ratios),
+            "ratio_p95": bl.pct(ratios, 0.95)}  # fmt: skip
 
 
 def handover(env: dict[str, str], runs: int, payloads: list[str]) -> dict[str, float]:
@@ -131,24 +129,27 @@ def _encoding_here(prompts: list[str], runs: int) -> dict[str, float]:
         started = time.perf_counter()
         embedder.encode_query([prompts[i % len(prompts)]])
         times.append((time.perf_counter() - started) * 1000)
-    return {"p50": statistics.median(times), "p95": _pct(times, 0.95)}
+    return {"p50": statistics.median(times), "p95": bl.pct(times, 0.95)}
 
 
-def keyword(env: dict[str, str], runs: int, index: Path, prompts: list[str]) -> dict[str, float]:
-    """A `python -S` process that runs the keyword side's counting and FTS5 query on `index`, and nothing else."""
+def keyword_command(index: Path, prompt: str) -> list[str]:
+    """The bare process's command line for `prompt`: the SQLite binding memvault uses, the index read-only, the
+    prompt's words (each counted) and its OR query, as the keyword side builds them."""
     from memvault.index import chunking, db
     from memvault.recall import search
 
     module = db.dbapi()
     where = str(Path(module.__file__).resolve().parents[1])  # the folder its top-level package is in
+    terms = chunking.query_terms(prompt)
+    words = [chunking.fts_query([t]) or "" for t in terms]
     uri = index.resolve().as_uri() + "?mode=ro"
-    timings = []
-    for prompt in prompts:  # one command line per prompt: its words and its OR query
-        terms = chunking.query_terms(prompt)
-        words = [chunking.fts_query([t]) or "" for t in terms]
-        command = [sys.executable, "-S", "-c", KEYWORD, where, module.__name__, uri, search.BM25_WEIGHTS,
-                   chunking.fts_query(terms) or '""', *words]  # fmt: skip
-        timings.append(_paired(command, env, max(1, runs // len(prompts)), [""]))
+    return [sys.executable, "-S", "-c", KEYWORD, where, module.__name__, uri, search.BM25_WEIGHTS,
+            chunking.fts_query(terms) or '""', *words]  # fmt: skip
+
+
+def keyword(env: dict[str, str], runs: int, index: Path, prompts: list[str]) -> dict[str, float]:
+    """A `python -S` process that runs the keyword side's counting and FTS5 query on `index`, and nothing else."""
+    timings = [_paired(keyword_command(index, p), env, max(1, runs // len(prompts)), [""]) for p in prompts]
     return {key: statistics.median(t[key] for t in timings) for key in timings[0]}
 
 

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from memvault import open_vault
-from memvault.index import chunking, db, sync
+from memvault.index import chunking, sync
 from memvault.recall import search
 from memvault.vault import indexing
 
@@ -42,10 +42,7 @@ def test_the_keyword_floor_runs_the_keyword_sides_query_in_a_bare_process(tmp_pa
     expected = len(index.conn.execute(top, (chunking.fts_query(terms),)).fetchall())
     assert expected > 0  # the prompt's words are in the example vault: the floor's query has rows to read
 
-    module = db.dbapi()
-    command = [sys.executable, "-S", "-c", hook_floor.KEYWORD, str(Path(module.__file__).resolve().parents[1]),
-               module.__name__, index.path.resolve().as_uri() + "?mode=ro", search.BM25_WEIGHTS,
-               chunking.fts_query(terms) or "", *(chunking.fts_query([t]) or "" for t in terms)]  # fmt: skip
+    command = hook_floor.keyword_command(index.path, PROMPT)
     done = subprocess.run(command, capture_output=True, text=True, check=True)
     assert int(done.stdout) == expected  # the same rows as the keyword side's FTS5 query, read by a bare process
 
