@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -36,10 +37,10 @@ def indexed(tmp_path: Path, embedder) -> tuple[Path, Path]:
     return root, vault.index_file
 
 
-def fresh(cache: vecmem.VectorCache, path: Path) -> search.NearestChunks:
-    assert cache.nearest_for(path) is None  # the first call starts the copy; recall goes to sqlite-vec meanwhile
+def fresh(cache: vecmem.VectorCache, path: Path) -> vecmem.Vectors:
+    assert cache.source_for(path) is None  # the first call starts the copy; recall goes to sqlite-vec meanwhile
     assert cache.wait_idle(30)
-    found = cache.nearest_for(path)
+    found = cache.source_for(path)
     assert found is not None
     return found
 
@@ -53,10 +54,17 @@ def test_in_memory_nearest_chunks_match_sqlite_vec(indexed, embedder) -> None:
             blob = embedder.encode([query])[0]
             for cap, group in ((0, None), (1, None), (0, "work"), (1, "personal-private")):
                 expected = search.sqlite_nearest(index, blob, 6, cap, group)
-                got = in_memory(index, blob, 6, cap, group)
+                got = in_memory.nearest(index, blob, 6, cap, group)
                 assert list(got) == list(expected), (query, cap, group)
                 assert all(abs(got[c] - expected[c]) < 1e-4 for c in got)
-        assert in_memory(index, embedder.encode(["x"])[0], 5, 0, "no-such-group") == {}
+        assert in_memory.nearest(index, embedder.encode(["x"])[0], 5, 0, "no-such-group") == {}
+        # The copy also answers each chunk's note and cosine, as the index does (with no chunk made up).
+        chunks = [int(r[0]) for r in index.conn.execute("SELECT id FROM chunks")] + [10**9]
+        assert in_memory.notes(index, chunks) == search.SQLITE_VECTORS.notes(index, chunks[:-1])
+        assert len(chunks) > 5
+        expected = search.SQLITE_VECTORS.cosines(index, blob, chunks)
+        got = in_memory.cosines(index, blob, chunks)
+        assert set(got) == set(expected) and all(abs(got[c] - expected[c]) < 1e-5 for c in got)
     finally:
         index.close()
 
@@ -72,17 +80,17 @@ def test_a_write_of_the_vectors_makes_the_copy_stale_until_it_is_reloaded(indexe
         assert sync.embed_pending(index, embedder) >= 1  # the new note's vectors written
     finally:
         index.close()
-    assert cache.nearest_for(index_file) is None  # never an old copy after that (this call starts the reload)
+    assert cache.source_for(index_file) is None  # never an old copy after that (this call starts the reload)
     assert cache.wait_idle(30)
-    found = cache.nearest_for(index_file)  # (`fresh` would race the reload just started)
+    found = cache.source_for(index_file)  # (`fresh` would race the reload just started)
     assert found is not None
     index = search.open_reader(index_file)
     try:
         blob = embedder.encode(["the clutch is slipping"])[0]
-        assert list(found(index, blob, 3, 0, None)) == list(search.sqlite_nearest(index, blob, 3, 0, None))
+        assert list(found.nearest(index, blob, 3, 0, None)) == list(search.sqlite_nearest(index, blob, 3, 0, None))
         clutch = index.conn.execute("SELECT c.id FROM chunks c JOIN notes n ON n.id = c.note_id "
                                     "WHERE n.path LIKE '%clutch.md'").fetchone()[0]  # fmt: skip
-        assert next(iter(found(index, blob, 3, 0, None))) == clutch
+        assert next(iter(found.nearest(index, blob, 3, 0, None))) == clutch
     finally:
         index.close()
 
@@ -94,14 +102,14 @@ def test_a_write_of_the_vectors_makes_the_copy_stale_until_it_is_reloaded(indexe
         sync.sync(index, indexing.layout(vault.root, vault.config))
     finally:
         index.close()
-    assert cache.nearest_for(index_file) is None
+    assert cache.source_for(index_file) is None
     assert cache.wait_idle(30)
-    found = cache.nearest_for(index_file)
+    found = cache.source_for(index_file)
     assert found is not None
     index = search.open_reader(index_file)
     try:
         blob = embedder.encode([note.read_text(encoding="utf-8")])[0]
-        assert list(found(index, blob, 5, 0, None)) == list(search.sqlite_nearest(index, blob, 5, 0, None))
+        assert list(found.nearest(index, blob, 5, 0, None)) == list(search.sqlite_nearest(index, blob, 5, 0, None))
     finally:
         index.close()
 
@@ -121,14 +129,14 @@ def test_writes_that_leave_the_vectors_alone_keep_the_copy(indexed, embedder, me
             index.conn.execute("INSERT OR REPLACE INTO recalls (path, count, last_recalled) VALUES ('x.md', 1, 'now')")
     finally:
         index.close()
-    found = cache.nearest_for(index_file)
+    found = cache.source_for(index_file)
     assert found is not None and not cache._loading  # served from the copy, and no reload started
-    assert cache.nearest_for(index_file) == found  # the same copy, now under the file's new stamp
+    assert cache.source_for(index_file) is found  # the same copy, now under the file's new stamp
     index = search.open_reader(index_file)
     try:
         for query in QUERIES:
             blob = embedder.encode([query])[0]
-            assert list(found(index, blob, 6, 1, None)) == list(search.sqlite_nearest(index, blob, 6, 1, None))
+            assert list(found.nearest(index, blob, 6, 1, None)) == list(search.sqlite_nearest(index, blob, 6, 1, None))
     finally:
         index.close()
 
@@ -152,6 +160,16 @@ def test_service_recall_request(indexed, embedder, memvault_home: Path) -> None:
         assert server.vectors.wait_idle(30)  # the second request uses the in-memory copy: same answer
         again = ask(index=str(index_file), query=query, options={"k": 3, "budget_ms": 5000})
         assert again["result"]["hits"] == reply["result"]["hits"]
+        # Each request is answered on its own thread, with the read connection an earlier one left open.
+        kept = server.readers._idle[str(index_file)][0][2]
+        answers: list[dict] = []
+        asking = threading.Thread(target=lambda: answers.append(ask(index=str(index_file), query=query,
+                                                                     options={"k": 3, "budget_ms": 5000})))  # fmt: skip
+        asking.start()
+        asking.join()
+        assert answers[0]["ok"], answers[0]
+        assert answers[0]["result"]["hits"] == reply["result"]["hits"] and not answers[0]["result"]["reason"]
+        assert server.readers._idle[str(index_file)][0][2] is kept
 
         assert not ask(index=str(index_file), query=query, options={"k": "three"})["ok"]
         assert not ask(index=str(index_file), query=query, options={"nope": 1})["ok"]

@@ -43,19 +43,20 @@ def open_index(path: Path, *, vector: bool = True, rebuild: bool = False) -> Ind
         return index
 
 
-def open_reader(path: Path) -> Index:
+def open_reader(path: Path, *, shared: bool = False) -> Index:
     """Open an existing index for queries on the prompt path: no integrity check, no migrations, no writes.
 
     Falls back to keyword-only (no vec0) when sqlite-vec cannot load here. Raises CorruptIndex when
     the file is missing, damaged or was never migrated, so the caller can use its own fallback.
+    `shared`: usable from other threads, one at a time (`readers`).
     """
     if not path.is_file():
         raise CorruptIndex(f"no index at {path} yet; run `memvault reindex`", code="no_index")
     try:
         try:
-            conn, vector = db.connect(path, readonly=True), True
+            conn, vector = db.connect(path, readonly=True, shared=shared), True
         except db.VectorUnavailable:
-            conn, vector = db.connect(path, vector=False, readonly=True), False
+            conn, vector = db.connect(path, vector=False, readonly=True, shared=shared), False
         if "0001_core" not in db.applied(conn):
             conn.close()
             raise CorruptIndex(f"the index {path} is not initialised; run `memvault reindex`", code="no_index")

@@ -76,9 +76,10 @@ def _vec0_path() -> str:
     return os.path.join(next(iter(spec.submodule_search_locations)), "vec0")
 
 
-def connect(path: Path | str, *, vector: bool = True, readonly: bool = False) -> Connection:
+def connect(path: Path | str, *, vector: bool = True, readonly: bool = False, shared: bool = False) -> Connection:
     """Open `path` in autocommit mode (use `transaction()`), with WAL, busy timeout and, if `vector`, vec0.
 
+    `shared`: the connection may be used from another thread than this one (one thread at a time: `readers`).
     Raises VectorUnavailable when `vector` is asked for but no binding here can load sqlite-vec.
     """
     name, module, can_load = _pick()
@@ -93,7 +94,9 @@ def connect(path: Path | str, *, vector: bool = True, readonly: bool = False) ->
         target = Path(path).resolve().as_uri() + "?mode=ro"
     else:  # user-only from birth (its -wal and -shm files take the same mode); SQLite would use the umask
         paths.create_private_file(Path(path))
-    conn: Connection = module.connect(target, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, uri=readonly)
+    conn: Connection = module.connect(
+        target, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, uri=readonly, check_same_thread=not shared
+    )
     try:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         if vector:

@@ -9,8 +9,9 @@ and splitting the SQL of one recall across more modules would not make it easier
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from memvault.index import chunking, db
@@ -21,6 +22,24 @@ from memvault.store import privacy
 from memvault.text import bounded_query
 
 from . import eligible, fusion, passages, relevance, spans
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING (mypy reads it so) without importing typing at run time
+if TYPE_CHECKING:  # the service's readers: a hook's own recall never imports them (threading)
+    from typing import Protocol
+
+    from memvault.index.readers import Readers
+
+    class VectorSource(Protocol):
+        """Where the vector side reads: the index itself (`SqliteVectors`), or the warm service's in-memory copy."""
+
+        def nearest(self, index: Index, blob: bytes, limit: int, cap: int, group: str | None) -> dict[int, float]:
+            """chunk id → cosine distance of the `limit` chunks nearest `blob` (visibility ≤ cap, in `group`)."""
+
+        def notes(self, index: Index, chunk_ids: list[int]) -> dict[int, int]:
+            """chunk id → its note id."""
+
+        def cosines(self, index: Index, blob: bytes, chunk_ids: list[int]) -> dict[int, float]:
+            """chunk id → cosine similarity of its vector to `blob` (chunks with no vector left out)."""
 
 CANDIDATES = 100  # notes taken from each side before fusion (LoCoMo R@10 +0.002 over 50, no latency cost)
 MAX_IDENTIFIERS = 16  # exact identifiers of a query pinned first (each is one more FTS lookup)
@@ -38,9 +57,6 @@ UNBUILT_REASON = "the index has not finished its first build"
 BM25_WEIGHTS = "4.0, 3.0, 2.0, 1.0, 0.4"
 # (query text, timeout in seconds) → (model name, float32 blob), or None when no vector is available in time.
 QueryEmbedder = Callable[[str, float], "tuple[str, bytes] | None"]
-# (index, query vector, how many, highest visibility level, group or None) → {chunk id: cosine distance}, nearest
-# first. `sqlite_nearest` below is the default; the warm service passes one over its in-memory copy of the vectors.
-NearestChunks = Callable[["Index", bytes, int, int, "str | None"], "dict[int, float]"]
 
 
 class Options(Record):
@@ -185,7 +201,7 @@ def recall(
     query: str,
     options: Options = DEFAULT_OPTIONS,
     embed: QueryEmbedder | None = None,
-    nearest: NearestChunks | None = None,
+    vectors: VectorSource | None = None,
 ) -> Result:
     """Top-k notes for `query`; a vector part that misses the budget is dropped and the result marked partial.
 
@@ -198,6 +214,7 @@ def recall(
     result = Result()
     stages = Stages(started)
     terms = chunking.query_terms(query)
+    source = vectors or SQLITE_VECTORS
     space = index.vector_model() if index.vector else None
     vector_job = _VectorJob(embed, query, space[0] if space else None, deadline) if embed and space else None
     postings = _postings(index, terms)
@@ -212,7 +229,7 @@ def recall(
         if blob is not None and time.monotonic() >= deadline:
             blob = None
         if blob is not None:
-            vector = _vector(index, blob, options, nearest or sqlite_nearest)
+            vector = _vector(index, blob, options, source)
             stages.stage("vector")
         else:
             result.partial, result.reason = True, why or "time budget spent before the vector search"
@@ -237,7 +254,7 @@ def recall(
     stages.stage("fusion")
     after = ranked[options.k][1] if len(ranked) > options.k else None
     scored: dict[str, tuple[int, dict[int, float]]] = {}  # path → its note id, {chunk id: how well it matches}
-    hits = _hits(index, query, ranked[: options.k], vector, keyword, postings, blob, options, after, scored)
+    hits = _hits(index, query, ranked[: options.k], vector, keyword, postings, blob, options, source, after, scored)
     stages.stage("hits")  # each hit's signals, the floor's verdict and its passage
     floor = options.floor
     result.hits = [h for h in hits if not floor.on or relevance.verdict(signals_of(h), floor)[0]]
@@ -414,23 +431,22 @@ def _notes_matching(index: Index, match: str, ids: list[int]) -> set[int]:
     return {row[0] for row in index.conn.execute(sql, [match, *ids])}
 
 
-def _vector(index: Index, blob: bytes, options: Options, nearest: NearestChunks) -> dict[int, tuple[float, int]]:
+def _vector(index: Index, blob: bytes, options: Options, vectors: VectorSource) -> dict[int, tuple[float, int]]:
     """note id → (cosine similarity of its best chunk, that chunk id)."""
     cap = PRIVATE if options.include_private else INBOX if options.include_inbox else VISIBLE
-    found = nearest(index, blob, (CANDIDATES + len(options.exclude)) * CHUNKS_PER_NOTE, cap, options.group)
+    found = vectors.nearest(index, blob, (CANDIDATES + len(options.exclude)) * CHUNKS_PER_NOTE, cap, options.group)
     if not found:
         return {}
+    note_of = vectors.notes(index, list(found))
+    ids = list(dict.fromkeys(note_of.values()))
     where, params = _allowed(options)
-    marks = ",".join("?" * len(found))
-    sql = (
-        "SELECT c.id, c.note_id, n.path FROM chunks c JOIN notes n ON n.id = c.note_id "
-        f"WHERE c.id IN ({marks}) AND {where}"
-    )
-    rows = {chunk_id: (note_id, path) for chunk_id, note_id, path in index.conn.execute(sql, [*found, *params])}
+    sql = f"SELECT n.id, n.path FROM notes n WHERE n.id IN ({','.join('?' * len(ids))}) AND {where}"
+    paths = dict(index.conn.execute(sql, [*ids, *params]).fetchall())
     out: dict[int, tuple[float, int]] = {}
     for chunk_id, distance in found.items():  # nearest first
-        note_id, path = rows.get(chunk_id, (None, None))
-        if note_id is not None and path not in options.exclude and note_id not in out:
+        note_id = note_of.get(chunk_id, -1)  # (no note has id -1)
+        path = paths.get(note_id)
+        if path is not None and path not in options.exclude and note_id not in out:
             out[note_id] = (1.0 - distance, chunk_id)
     return dict(list(out.items())[:CANDIDATES])
 
@@ -442,6 +458,24 @@ def sqlite_nearest(index: Index, blob: bytes, limit: int, cap: int, group: str |
     return {int(r[0]): float(r[1]) for r in index.conn.execute(db.knn_sql(VEC_TABLE) + prefilter, params)}
 
 
+class SqliteVectors:
+    """The vector side read from the index itself: sqlite-vec's scan, the chunks' notes, their stored vectors."""
+
+    nearest = staticmethod(sqlite_nearest)
+
+    @staticmethod
+    def notes(index: Index, chunk_ids: list[int]) -> dict[int, int]:
+        sql = f"SELECT id, note_id FROM chunks WHERE id IN ({','.join('?' * len(chunk_ids))})"
+        return {int(c): int(n) for c, n in index.conn.execute(sql, chunk_ids)} if chunk_ids else {}
+
+    @staticmethod
+    def cosines(index: Index, blob: bytes, chunk_ids: list[int]) -> dict[int, float]:
+        return relevance.cosines(index, blob, chunk_ids)
+
+
+SQLITE_VECTORS = SqliteVectors()
+
+
 def _hits(
     index: Index,
     query: str,
@@ -451,6 +485,7 @@ def _hits(
     postings: dict[str, int],
     blob: bytes | None,
     options: Options,
+    source: VectorSource,
     after: float | None = None,
     scored: dict[str, tuple[int, dict[int, float]]] | None = None,
 ) -> list[Hit]:
@@ -475,7 +510,7 @@ def _hits(
     if blob is not None:
         known = {chunk: score for score, chunk in vector.values()}
         near = {c: known[c] for c in chunk_ids if c in known}
-        near.update(relevance.cosines(index, blob, [c for c in chunk_ids if c not in known]))
+        near.update(source.cosines(index, blob, [c for c in chunk_ids if c not in known]))
     hits = []
     for rank, (note_id, score) in enumerate(ranked):
         path, title, kind, grp, always = index.conn.execute(
@@ -596,29 +631,37 @@ def recall_file(
     query: str,
     options: Options,
     embed: QueryEmbedder | None,
-    nearest: NearestChunks | None = None,
+    vectors: VectorSource | None = None,
     *,
     built_only: bool = False,
+    readers: Readers | None = None,
 ) -> Result:
     """The prompt-path entry point: recall from the index file at `path` without migrating or writing it.
 
     A missing or damaged index gives an empty result with the reason set (the caller may fall back
     to scanning the files); it never raises for that. With `built_only` (the prompt hook, which can scan
-    instead), so does an index whose first whole-vault sync has not finished (`UNBUILT_REASON`).
+    instead), so does an index whose first whole-vault sync has not finished (`UNBUILT_REASON`). `readers`: the
+    warm service's kept connections (`index.readers`), else the index is opened for this query and closed.
     """
     opened = time.monotonic()
     try:
-        index = open_reader(path)
-    except (CorruptIndex, db.dbapi().Error) as exc:
+        with readers.reader(path) if readers is not None else _opened(path) as index:
+            if built_only and index.get_meta("last_sync") is None:  # set when a whole-vault sync ends
+                return Result(reason=f"{UNBUILT_REASON} (a reindex is running or never finished)", partial=True)
+            open_ms = round((time.monotonic() - opened) * 1000, 2)
+            result = recall(index, query, options, embed, vectors)
+            result.stages = {"open": open_ms, **result.stages}
+            return result
+    except CorruptIndex as exc:
         return Result(reason=str(exc), partial=True)
-    try:
-        if built_only and index.get_meta("last_sync") is None:  # set when a whole-vault sync ends
-            return Result(reason=f"{UNBUILT_REASON} (a reindex is running or never finished)", partial=True)
-        open_ms = round((time.monotonic() - opened) * 1000, 2)
-        result = recall(index, query, options, embed, nearest)
-        result.stages = {"open": open_ms, **result.stages}
-        return result
     except db.dbapi().Error as exc:
         return Result(reason=f"the index could not be read ({exc})", partial=True)
+
+
+@contextlib.contextmanager
+def _opened(path: Path) -> Iterator[Index]:
+    index = open_reader(path)
+    try:
+        yield index
     finally:
         index.close()

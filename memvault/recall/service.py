@@ -37,7 +37,7 @@ import filelock
 
 from memvault import paths, wire
 from memvault.errors import MemvaultError
-from memvault.index import embed
+from memvault.index import embed, readers
 from memvault.store.disk import atomic_write
 
 from .client import INFO_NAME, LOCK_NAME, LOOPBACK, MAX_TEXTS, PROTOCOL, SOCKET_NAME, WIRE_INFO_NAME
@@ -152,6 +152,7 @@ class Server:
         self.turns = Turns()
         self.stats_lock = threading.Lock()
         self.vectors: Any = None  # vecmem.VectorCache, created by the first recall request
+        self.readers = readers.Readers()  # the recalls' read connections, kept open between them
         self.catching_up: set[str] = set()  # indexes whose pending notes a background thread is embedding
         self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self.requests = 0
@@ -227,9 +228,10 @@ class Server:
                 if idle_left <= 0:
                     self.shutdown("idle")
                     break
-                for key, _ in selector.select(timeout=idle_left):
+                for key, _ in selector.select(timeout=min(idle_left, self.readers.max_idle)):
                     if key.fileobj is self.listener:
                         self._accept()
+                self.readers.expire()
         return self.reason
 
     def _accept(self) -> None:
@@ -337,8 +339,10 @@ class Server:
 
             wanted = rc.options_from(options)
             self.vectors = self.vectors or vecmem.VectorCache()
-            nearest = self.vectors.nearest_for(Path(index))  # None until its in-memory copy is fresh
-            result = rc.recall_file(Path(index), query, wanted, self._query_vector, nearest, built_only=True)
+            source = self.vectors.source_for(Path(index))  # None until its in-memory copy is fresh
+            result = rc.recall_file(
+                Path(index), query, wanted, self._query_vector, source, built_only=True, readers=self.readers
+            )
         except Exception as exc:  # reported to the client, the service keeps serving
             log(f"recall failed: {type(exc).__name__}: {exc}")
             return _error(f"recall failed: {type(exc).__name__}: {exc}")
@@ -428,6 +432,7 @@ class Server:
         """Stop listening; remove the socket and info file if they are still this instance's."""
         for sock in (self.listener, self.wake_r, self.wake_w):
             sock.close()
+        self.readers.close()
         if self.socket_inode is not None:
             with contextlib.suppress(OSError):
                 if os.stat(self.socket_file).st_ino == self.socket_inode:
