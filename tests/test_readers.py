@@ -25,7 +25,7 @@ def made(path: Path, value: str) -> Path:
 
 def test_a_kept_connection_is_used_again_and_sees_every_write_since(tmp_path: Path) -> None:
     path = made(tmp_path / "index.sqlite3", "one")
-    pool = readers.Readers()
+    pool = readers.Readers(keep_per_file=2)
     with pool.reader(path) as index:
         first = index
         assert index.get_meta("mark") == "one"
@@ -38,7 +38,7 @@ def test_a_kept_connection_is_used_again_and_sees_every_write_since(tmp_path: Pa
 
 def test_two_queries_at_once_get_two_connections(tmp_path: Path) -> None:
     path = made(tmp_path / "index.sqlite3", "one")
-    pool = readers.Readers()
+    pool = readers.Readers(keep_per_file=2)
     with pool.reader(path) as a, pool.reader(path) as b:
         assert a is not b
         assert a.get_meta("mark") == b.get_meta("mark") == "one"
@@ -49,7 +49,7 @@ def test_two_queries_at_once_get_two_connections(tmp_path: Path) -> None:
 
 def test_a_connection_to_a_replaced_file_is_not_used(tmp_path: Path) -> None:
     path = made(tmp_path / "index.sqlite3", "old")
-    pool = readers.Readers()
+    pool = readers.Readers(keep_per_file=2)
     with pool.reader(path) as index:
         old = index
     new = made(tmp_path / "other.sqlite3", "new")
@@ -66,14 +66,14 @@ def test_a_connection_to_a_replaced_file_is_not_used(tmp_path: Path) -> None:
 
 def test_idle_connections_are_closed_after_their_time_and_a_failed_one_at_once(tmp_path: Path) -> None:
     path = made(tmp_path / "index.sqlite3", "one")
-    pool = readers.Readers(max_idle=0.0)
+    pool = readers.Readers(keep_per_file=2, max_idle=0.0)
     with pool.reader(path) as index:
         kept = index
     pool.expire()
     with pytest.raises(db.dbapi().ProgrammingError):
         kept.conn.execute("SELECT 1")
 
-    pool = readers.Readers()
+    pool = readers.Readers(keep_per_file=2)
     with pytest.raises(db.dbapi().OperationalError), pool.reader(path) as index:
         failed = index
         index.conn.execute("SELECT * FROM no_such_table")
@@ -85,14 +85,14 @@ def test_idle_connections_are_closed_after_their_time_and_a_failed_one_at_once(t
 
 
 def test_a_missing_index_is_reported_as_open_reader_reports_it(tmp_path: Path) -> None:
-    pool = readers.Readers()
+    pool = readers.Readers(keep_per_file=2)
     with pytest.raises(ix.CorruptIndex, match="no index"), pool.reader(tmp_path / "none.sqlite3"):
         pass
 
 
 def test_readers_from_many_threads_each_see_the_file(tmp_path: Path) -> None:
     path = made(tmp_path / "index.sqlite3", "one")
-    pool = readers.Readers()
+    pool = readers.Readers(keep_per_file=2)
     seen: list[str | None] = []
 
     def ask() -> None:
@@ -106,5 +106,5 @@ def test_readers_from_many_threads_each_see_the_file(tmp_path: Path) -> None:
     for thread in threads:
         thread.join()
     assert seen == ["one"] * 80
-    assert sum(len(kept) for kept in pool._idle.values()) <= readers.KEEP_PER_FILE
+    assert sum(len(kept) for kept in pool._idle.values()) <= 2
     pool.close()

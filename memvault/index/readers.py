@@ -6,7 +6,8 @@ query takes one that is idle (one query at a time uses a connection; a second qu
 and gives it back. A connection kept idle holds no read transaction (autocommit), so every query sees the
 index as it is then. One opened on a file since replaced (another inode) is closed, not used; so is one idle
 for longer than `max_idle` seconds (`expire`, and at every take), so that an idle service does not hold
-the files open (Windows cannot rename or delete a file held open).
+the files open. On Windows none is kept: a file held open there cannot be renamed or deleted, and setting a
+damaged index aside renames it.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from pathlib import Path
 from . import db
 from .core import Index, open_reader
 
-KEEP_PER_FILE = 2  # idle connections kept per index file (the service answers a few requests at once)
+# idle connections kept per index file (the service answers a few requests at once); none on Windows (above)
+KEEP_PER_FILE = 0 if os.name == "nt" else 2
 MAX_IDLE_SECONDS = 60.0
 
 Identity = tuple[int, int]  # (st_dev, st_ino) of the file a connection was opened on
