@@ -25,6 +25,9 @@ from .core import Index, open_reader
 # idle connections kept per index file (the service answers a few requests at once); none on Windows (above)
 KEEP_PER_FILE = 0 if os.name == "nt" else 2
 MAX_IDLE_SECONDS = 60.0
+# SQLite's page cache per kept connection (its default is 2 MB): the keyword side's FTS5 pages stay in it between
+# prompts (0.3–0.5 ms of a 6 ms keyword side at 20,000 notes); the memory is taken only as pages are read
+CACHE_KIB = 16384
 
 Identity = tuple[int, int]  # (st_dev, st_ino) of the file a connection was opened on
 
@@ -49,6 +52,7 @@ class Readers:
         index = self._take(name, identity) if identity is not None else None
         if index is None:
             index = open_reader(path, shared=True)  # the service answers each request on its own thread
+            index.conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
         broken = False
         try:
             yield index
