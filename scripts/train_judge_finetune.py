@@ -140,7 +140,7 @@ def operating(z: np.ndarray, y: np.ndarray, positive: np.ndarray, must: np.ndarr
     return out
 
 
-def main(argv: list[str] | None = None) -> int:  # noqa: C901, PLR0915 - one experiment, top to bottom
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--corpus", type=Path, required=True)
     ap.add_argument("--vector-cache", type=Path, help="train_judge's vector cache (default: in the export)")
@@ -165,7 +165,6 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901, PLR0915 - one exp
     args = ap.parse_args(argv)
 
     import torch
-
     from train_adapter import add_lora
 
     started = time.perf_counter()
@@ -260,8 +259,8 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901, PLR0915 - one exp
     side_d = torch.tensor(side_dev)
     y_t = torch.tensor(y)
     w_t = torch.tensor(w, dtype=torch.float32)
-    optimiser = torch.optim.AdamW([{"params": trained, "lr": args.lr}, {"params": head.parameters(), "lr": args.head_lr}],
-                                  weight_decay=0.0)  # fmt: skip
+    groups = [{"params": trained, "lr": args.lr}, {"params": head.parameters(), "lr": args.head_lr}]
+    optimiser = torch.optim.AdamW(groups, weight_decay=0.0)
     steps = args.epochs * ((n + args.batch - 1) // args.batch)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimiser, lambda s: max(0.0, 1 - s / steps))
     gen = torch.Generator().manual_seed(args.seed)
@@ -274,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:  # noqa: C901, PLR0915 - one exp
         return z.astype(np.float64)
 
     def state() -> dict[str, np.ndarray]:
-        out = {f"head.weight": head.weight.detach().numpy().copy(), "head.bias": head.bias.detach().numpy().copy()}
+        out = {"head.weight": head.weight.detach().numpy().copy(), "head.bias": head.bias.detach().numpy().copy()}
         for name, p in bert.named_parameters():
             if p.requires_grad:
                 out[name] = p.detach().numpy().copy()
