@@ -277,6 +277,38 @@ def test_bad_requests_get_errors_and_never_wedge_the_service(running: Running) -
 
 
 @needs_model
+def test_a_write_of_the_vectors_has_the_service_reload_its_copy_before_the_next_prompt(
+    running: Running, tmp_path: Path
+) -> None:
+    # A note saved (and embedded through the service) changes the index's vectors: the writer tells the service,
+    # whose in-memory copy reloads at once. Before, the next prompt found the copy stale and scanned with sqlite-vec.
+    from memvault import open_vault
+    from memvault.vault import indexing
+
+    root = tmp_path / "vault"
+    (root / "MemoryVault/work/domain").mkdir(parents=True)
+    (root / "MemoryVault/work/domain/car.md").write_text("# Car\n\nEngine oil every 10,000 km.\n", encoding="utf-8")
+    vault = open_vault(root)
+    assert indexing.reindex(vault.root, vault.config, vectors="service").embedded == 1
+    index = str(vault.index_file)
+
+    def vectors_read() -> str:
+        result = client.recall(index, "when does the car need oil", {"k": 3, "budget_ms": 5000}, timeout=10)
+        assert result is not None and result["mode"] == "hybrid", result
+        return str(result["vectors"])
+
+    assert vectors_read() == "index"  # the first recall of an index starts its copy
+    deadline = time.monotonic() + 10
+    while vectors_read() != "memory":
+        assert time.monotonic() < deadline, "the copy never loaded"
+        time.sleep(0.05)
+    vault.save("fix", "clutch", "# Clutch\n\nA slipping clutch needs new friction plates.\n")
+    assert indexing.reindex(vault.root, vault.config, vectors="none").pending == 0  # embedded by the save itself
+    time.sleep(1.0)  # a copy of two notes reloads in milliseconds
+    assert vectors_read() == "memory"
+
+
+@needs_model
 def test_status_counts_embed_requests(running: Running) -> None:
     before = client.status()
     assert before is not None

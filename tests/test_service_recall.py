@@ -179,5 +179,7 @@ def test_service_recall_request(indexed, embedder, memvault_home: Path) -> None:
         missing = ask(index=str(index_file.with_name("gone.sqlite3")), query=query, options={})
         assert missing["ok"] and missing["result"]["hits"] == [] and missing["result"]["reason"]
         assert server.handle(json.dumps({"token": "bad", "op": "recall"}).encode())[0]["ok"] is False
+        told = server.handle(json.dumps({"token": server.token, "op": "vectors_changed"}).encode())[0]
+        assert told["ok"] is False and "index" in told["error"]
     finally:
         server.close()

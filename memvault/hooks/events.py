@@ -339,6 +339,7 @@ def user_prompt_submit(payload: dict[str, Any], settings: dict[str, Any], record
         kw_hits=result["kw_hits"],
         recall_ms=result.get("ms"),
         recall_stages=result.get("stages") or {},  # where recall_ms went (`search.Stages`)
+        vectors=result.get("vectors") or "",  # the vector side from the service's copy (memory) or sqlite-vec (index)
         deduped=[h["path"] for h in result["hits"] if h["path"] in already],
         injected=[_logged(h) for h in kept],
         dropped=[_logged(h) for h in result.get("dropped", [])],  # below the relevance floor

@@ -16,7 +16,7 @@ from memvault.errors import MemvaultError
 
 __all__ = [
     "Embedded", "catch_up", "embed", "info_file", "query_vector", "recall", "socket_path", "start", "status", "stop",
-    "wait_ready",
+    "vectors_changed", "wait_ready",
 ]  # fmt: skip
 
 SOCKET_NAME = "embed.sock"
@@ -202,6 +202,15 @@ def catch_up(index: str, lock: str, *, timeout: float = 0.25) -> bool:
     if info is None:
         return False
     return _request(info, {"op": "catch_up", "index": index, "lock": lock}, deadline) is not None
+
+
+def vectors_changed(index: str, *, timeout: float = 0.25) -> bool:
+    """Tell the service an index's vectors changed (its in-memory copy reloads now); whether it was told."""
+    deadline = time.monotonic() + timeout
+    info = read_info()
+    if info is None:
+        return False
+    return _request(info, {"op": "vectors_changed", "index": index}, deadline) is not None
 
 
 def status(*, timeout: float = 1.0) -> dict[str, Any] | None:

@@ -32,6 +32,8 @@ if TYPE_CHECKING:  # the service's readers: a hook's own recall never imports th
     class VectorSource(Protocol):
         """Where the vector side reads: the index itself (`SqliteVectors`), or the warm service's in-memory copy."""
 
+        kind: str  # "index" or "memory" (`Result.vectors`)
+
         def nearest(self, index: Index, blob: bytes, limit: int, cap: int, group: str | None) -> dict[int, float]:
             """chunk id → cosine distance of the `limit` chunks nearest `blob` (visibility ≤ cap, in `group`)."""
 
@@ -160,7 +162,7 @@ class Hit(Record):
 class Result:
     """What one recall found: the hits to inject, the ones the floor dropped, and how the search went."""
 
-    __slots__ = ("dropped", "hits", "kw_hits", "mode", "ms", "partial", "reason", "stages", "vec_hits")
+    __slots__ = ("dropped", "hits", "kw_hits", "mode", "ms", "partial", "reason", "stages", "vec_hits", "vectors")
 
     def __init__(self, mode: str = "none", reason: str | None = None, partial: bool = False) -> None:
         self.hits: list[Hit] = []
@@ -172,12 +174,13 @@ class Result:
         self.kw_hits = 0
         self.ms = 0.0
         self.stages: dict[str, float] = {}  # where `ms` went: stage → ms (`Stages`), for the hook log and benchmarks
+        self.vectors = ""  # where the vector side read: "memory" (the warm service's copy), "index" (sqlite-vec), or ""
 
     def as_dict(self) -> dict[str, object]:
         return {
             "mode": self.mode, "partial": self.partial, "reason": self.reason, "vec_hits": self.vec_hits,
             "kw_hits": self.kw_hits, "ms": round(self.ms, 1), "hits": [h.as_dict() for h in self.hits],
-            "dropped": [h.as_dict() for h in self.dropped], "stages": self.stages,
+            "dropped": [h.as_dict() for h in self.dropped], "stages": self.stages, "vectors": self.vectors,
         }  # fmt: skip
 
 
@@ -230,6 +233,7 @@ def recall(
             blob = None
         if blob is not None:
             vector = _vector(index, blob, options, source)
+            result.vectors = source.kind
             stages.stage("vector")
         else:
             result.partial, result.reason = True, why or "time budget spent before the vector search"
@@ -461,6 +465,7 @@ def sqlite_nearest(index: Index, blob: bytes, limit: int, cap: int, group: str |
 class SqliteVectors:
     """The vector side read from the index itself: sqlite-vec's scan, the chunks' notes, their stored vectors."""
 
+    kind = "index"
     nearest = staticmethod(sqlite_nearest)
 
     @staticmethod

@@ -43,6 +43,8 @@ class Vectors:
     which note each chunk is of for as long as the index's `vectors_version` holds.
     """
 
+    kind = "memory"
+
     def __init__(self, key: Stamp, version: str | None, rows: list[tuple[int, bytes, str | None, int, int]]) -> None:
         import numpy as np
 

@@ -6,7 +6,7 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from memvault import paths, userfiles
@@ -158,18 +158,19 @@ def reindex(
     try:
         index, warning = open_index(root, config)
         try:
-            if full:
-                index.clear()
-            report = sync.sync(index, layout(root, config), progress=progress)
-            if warning:
-                report.warnings.append(warning)
-            space = index.vector_model()
-            model_changed = space is not None and space[0] != embed.model_name(config.embedding.model)
-            if index.vector and vectors != "none" and (index.pending_count() or model_changed):
-                embedder = _embedder(config, vectors, report)
-                if embedder is not None:
-                    report.embedded = sync.embed_pending(index, embedder, progress=progress)
-                    report.model = embedder.name
+            with _telling_service(index):
+                if full:
+                    index.clear()
+                report = sync.sync(index, layout(root, config), progress=progress)
+                if warning:
+                    report.warnings.append(warning)
+                space = index.vector_model()
+                model_changed = space is not None and space[0] != embed.model_name(config.embedding.model)
+                if index.vector and vectors != "none" and (index.pending_count() or model_changed):
+                    embedder = _embedder(config, vectors, report)
+                    if embedder is not None:
+                        report.embedded = sync.embed_pending(index, embedder, progress=progress)
+                        report.model = embedder.name
             report.pending = index.pending_count()
             report.model = report.model or (index.vector_model() or (None, 0))[0]
             report.seconds = time.monotonic() - started
@@ -222,6 +223,19 @@ def _embedder(config: Config, vectors: str, report: sync.SyncReport) -> sync.Emb
         return None
 
 
+@contextlib.contextmanager
+def _telling_service(index: ix.Index) -> Iterator[None]:
+    """Around a write of the index: when it changed the vectors (`vectors_version`), a running warm service is told,
+    so its in-memory copy reloads now rather than when the next prompt finds it stale."""
+    before = index.vectors_version()
+    try:
+        yield
+    finally:
+        with contextlib.suppress(db.dbapi().Error):  # (never in place of the block's own error)
+            if index.vectors_version() != before:
+                client.vectors_changed(str(index.path))
+
+
 def refresh(root: Path, config: Config, rel_paths: Iterable[str]) -> str | None:
     """Bring just-written notes into the index: keywords at once, vectors if the service is warm.
 
@@ -231,8 +245,9 @@ def refresh(root: Path, config: Config, rel_paths: Iterable[str]) -> str | None:
     try:
         index, _ = open_index(root, config)
         try:
-            sync.sync(index, layout(root, config), only=wanted)
-            _embed_soon(root, config, index, wanted)  # the write has landed: its vectors follow
+            with _telling_service(index):
+                sync.sync(index, layout(root, config), only=wanted)
+                _embed_soon(root, config, index, wanted)  # the write has landed: its vectors follow
         finally:
             index.close()
     except (MemvaultError, db.dbapi().Error, OSError) as exc:
@@ -255,7 +270,7 @@ def recall(root: Path, config: Config, query: str, options: rc.Options, *, wait_
     busy = False
     try:
         try:  # a writer (a reindex, another save) may hold the lock for long: never wait for it here
-            with db.busy_timeout(index.conn, RECALL_SYNC_WAIT_MS):
+            with db.busy_timeout(index.conn, RECALL_SYNC_WAIT_MS), _telling_service(index):
                 changed = sync.sync(index, layout(root, config))
                 if changed.pending and not _reindexing(root):  # a few just-edited notes; a running reindex embeds them
                     _embed_soon(root, config, index)
