@@ -50,11 +50,13 @@ class Readers:
         except OSError:  # missing: `open_reader` says so in its own words
             identity = None
         index = self._take(name, identity) if identity is not None else None
+        opened = index is None
         if index is None:
             index = open_reader(path, shared=True)  # the service answers each request on its own thread
-            index.conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
         broken = False
         try:
+            if opened:
+                index.conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
             yield index
         except db.dbapi().Error:
             broken = True  # a connection that failed a query is not trusted again

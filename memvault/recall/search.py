@@ -443,6 +443,8 @@ def _vector(index: Index, blob: bytes, options: Options, vectors: VectorSource) 
         return {}
     note_of = vectors.notes(index, list(found))
     ids = list(dict.fromkeys(note_of.values()))
+    if not ids:
+        return {}
     where, params = _allowed(options)
     sql = f"SELECT n.id, n.path FROM notes n WHERE n.id IN ({','.join('?' * len(ids))}) AND {where}"
     paths = dict(index.conn.execute(sql, [*ids, *params]).fetchall())
