@@ -17,7 +17,16 @@ from memvault.errors import MemvaultError
 
 from . import chunking, db
 from .db import Connection
-from .schema import FTS_INSERT, MIGRATIONS, UNREADABLE, VEC_TABLE, VECTORS_VERSION, NoteRow, content_hash
+from .schema import (
+    FTS_INSERT,
+    MIGRATIONS,
+    UNREADABLE,
+    VEC_TABLE,
+    VECTORS_VERSION,
+    NoteRow,
+    content_hash,
+    vectors_token,
+)
 
 
 class CorruptIndex(MemvaultError):
@@ -358,7 +367,7 @@ class Index:
 
     def _vectors_written(self) -> None:
         """Mark the vectors changed (`vectors_version`): a new random token, never one seen before."""
-        self.set_meta(VECTORS_VERSION, os.urandom(8).hex())
+        self.set_meta(VECTORS_VERSION, vectors_token())
 
     def _insert_vector(self, chunk_id: int, blob: bytes, grp: str | None, vis: int) -> None:
         self.conn.execute(

@@ -16,6 +16,11 @@ from .db import Connection
 VEC_TABLE = "vec_chunks"
 VECTORS_VERSION = "vectors_version"  # the meta key of `Index.vectors_version`
 
+
+def vectors_token() -> str:
+    """A fresh `vectors_version` value: random, so one never comes back after the meta table is cleared."""
+    return os.urandom(8).hex()
+
 # How far a note may travel into agent context; vectors carry it so KNN can pre-filter.
 VISIBLE, INBOX, PRIVATE, HIDDEN = 0, 1, 2, 3
 # Memory entries recalled into agent context: active ones, and fixes whose problem is resolved (the
@@ -171,7 +176,7 @@ def _always_load_index(conn: Connection) -> None:
 
 def _vectors_version(conn: Connection) -> None:
     # `Index.vectors_version`'s first token: the warm service can tell its copy is current from the next write on.
-    conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (VECTORS_VERSION, os.urandom(8).hex()))
+    conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (VECTORS_VERSION, vectors_token()))
 
 
 MIGRATIONS: list[db.Migration] = [
