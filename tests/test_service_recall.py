@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memvault import open_vault, paths
-from memvault.index import db, sync
+from memvault.index import db, readers, sync
 from memvault.recall import search, service, vecmem
 from memvault.vault import indexing
 
@@ -129,7 +129,7 @@ def test_writes_that_leave_the_vectors_alone_keep_the_copy(indexed, embedder, me
             index.conn.execute("INSERT OR REPLACE INTO recalls (path, count, last_recalled) VALUES ('x.md', 1, 'now')")
     finally:
         index.close()
-    found = cache.source_for(index_file)
+    found = cache.source_for(index_file, readers.Readers(keep_per_file=2))  # the version read as the service reads it
     assert found is not None and not cache._loading  # served from the copy, and no reload started
     assert cache.source_for(index_file) is found  # the same copy, now under the file's new stamp
     index = search.open_reader(index_file)

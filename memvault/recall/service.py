@@ -341,7 +341,7 @@ class Server:
 
             wanted = rc.options_from(options)
             self.vectors = self.vectors or vecmem.VectorCache()
-            source = self.vectors.source_for(Path(index))  # None until its in-memory copy is fresh
+            source = self.vectors.source_for(Path(index), self.readers)  # None until its in-memory copy is fresh
             result = rc.recall_file(
                 Path(index), query, wanted, self._query_vector, source, built_only=True, readers=self.readers
             )
@@ -381,7 +381,7 @@ class Server:
         for held in self.vectors.loaded() if self.vectors is not None else []:
             with contextlib.suppress(OSError):
                 if held == index or os.path.samefile(held, index):
-                    self.vectors.source_for(Path(held))
+                    self.vectors.source_for(Path(held), self.readers)
 
     def _embed_pending(self, index_file: str, lock_file: str) -> None:
         from memvault.index import core as ix

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from memvault.index.core import Index, open_reader
+from memvault.index.readers import Readers
 from memvault.index.schema import VEC_TABLE
 
 MAX_INDEXES = 2  # vaults whose vectors are kept (least recently used dropped); 20k notes take about 30 MB
@@ -112,8 +113,9 @@ class VectorCache:
         self._copies: OrderedDict[str, Vectors] = OrderedDict()
         self._loading: set[str] = set()
 
-    def source_for(self, path: Path) -> Vectors | None:
-        """The in-memory copy of `path`'s vectors when it is fresh; else None, and a reload is started."""
+    def source_for(self, path: Path, readers: Readers | None = None) -> Vectors | None:
+        """The in-memory copy of `path`'s vectors when it is fresh; else None, and a reload is started. `readers`:
+        the service's kept connections, to read the index's `vectors_version` through when the file changed."""
         key, name = stamp(path), str(path)
         with self._lock:
             copy = self._copies.get(name)
@@ -123,7 +125,7 @@ class VectorCache:
             if name in self._loading:
                 return None
         # The file changed: read after the stamp, an unchanged version means these vectors are still the index's.
-        if copy is not None and copy.version is not None and copy.version == _version(path):
+        if copy is not None and copy.version is not None and copy.version == _version(path, readers):
             with self._lock:
                 copy.key = key
             return copy
@@ -165,9 +167,12 @@ class VectorCache:
                 self._loading.discard(str(path))
 
 
-def _version(path: Path) -> str | None:
+def _version(path: Path, readers: Readers | None = None) -> str | None:
     """The index's `vectors_version` (None when it keeps none, or cannot be read: then the copy is reloaded)."""
     with contextlib.suppress(Exception):
+        if readers is not None:  # a kept connection: no open and close on the prompt's path
+            with readers.reader(path) as kept:
+                return kept.vectors_version()
         index = open_reader(path)
         try:
             return index.vectors_version()
