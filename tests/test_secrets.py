@@ -7,7 +7,10 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from memvault.store.secretcues import CJK_PW, PW_WORDS, SECRET_WORDS
 from memvault.store.secrets import RULES, Finding, describe, redact, scan
 
 # Fake secrets are assembled from pieces so this file never contains a literal that
@@ -332,3 +335,71 @@ def test_credentials_said_in_a_session_never_reach_the_vault(vault_dir, tmp_path
     written = [p.read_text() for p in vault_dir.rglob("*.md") if before.get(p) != p.read_bytes()]
     state = [p.read_text() for p in vault.state_dir.rglob("*.json")]
     assert not [t for t in written + state if value in t]
+
+
+# ---- the cue a hook asks before it loads the scanner (store.secretcues) -------------------------------------------
+
+# Pieces of text the scanner's rules are made of, none with a digit, "=", ":" or 12+ characters in a row: what the
+# cue must still see by the rule's words. Joined at random, they make sentences some rules find something in.
+PIECES = [
+    "my", "the", "our", "wifi", "guest", "password", "passwort", "Kennwort", "contraseña", "пароль", "hasło", "pw",
+    "pass", "passphrase", "secret", "token", "api key", "API_KEY", "access token", "client secret", "is", "was",
+    "ist", "es", "to", "for", "sunshine", "correct horse", "battery", "'blue otter mango'", '"tiger lily"',
+    "hunter!!", "x?y&z%w!", "Tr!ub&dor", "mysql", "-u", "root", "-psecretpw", "sshpass", "-p", "--password",
+    "--token", "s3cr!t", "recovery codes", "backup code", "\n", "abcd-efgh", "wxyz-qrst", "パスワード", "は", "是",
+    "密码", "Bearer", "Basic", "pin", "PIN", "card", "cvv", "SSN", "IBAN", "GB", "DE", "passport", ".", ",", " ",
+    "please", "remember", "and", "then", "deploy", "the door",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("kind", "text", "secret"), DETECT)
+def test_the_cue_is_there_for_every_detection_case(kind, text, secret):
+    from memvault.store import secretcues
+
+    assert scan(text) and secretcues.may_hold(text)
+
+
+def test_the_cue_is_there_for_every_secret_of_the_labelled_corpus() -> None:
+    import json
+    from pathlib import Path
+
+    from memvault.store import secretcues
+
+    corpus = json.loads((Path(__file__).parent / "data" / "secret_corpus.json").read_text(encoding="utf-8"))
+    texts = [case["text"] for case in corpus["secrets"] + corpus["harmless"]]
+    missed = [text for text in texts if scan(text) and not secretcues.may_hold(text)]
+    assert not missed, missed
+
+
+def test_the_cue_lets_plain_prose_skip_the_scanner() -> None:
+    """The point of the cue: a prompt with no digit, no ':' or '=', no long word and no secret word needs no scan."""
+    from memvault.store import secretcues
+
+    for text in ("where did she go hiking with her kids", "please write a long summary of this thread"):
+        assert not secretcues.may_hold(text)
+    # what the old cue ("=", ":", "-----" or 12 characters in a row) let through to the log unredacted:
+    for text in ("the door pin is 4821", "my password is sunshine", "IBAN DE20 4770 0160 0754 0389 92 please"):
+        assert scan(text) and secretcues.may_hold(text)
+    # each word-anchored rule without a digit, ':', '=' or a long run: the cue has its word
+    word_only = ["recovery codes\nabcd-efgh\nwxyz-qrst", "backup codes\nabcd-efgh\nwxyz-qrst", "the token is x?y&z%w!",
+                 "mysql -u root -pTr!ub&dor", "sshpass -p hunter!! ssh box", "The wifi password is 'blue otter mango'"]  # fmt: skip
+    for text in word_only:
+        assert scan(text) and secretcues.may_hold(text), text
+
+
+@given(st.lists(st.sampled_from(PIECES), min_size=1, max_size=12), st.sampled_from([" ", "", "\n"]))
+@settings(max_examples=3000, deadline=None)
+def test_text_the_scanner_finds_anything_in_always_has_the_cue(pieces: list[str], glue: str) -> None:
+    from memvault.store import secretcues
+
+    text = glue.join(pieces)
+    assert secretcues.may_hold(text) or not scan(text), scan(text)
+
+
+@given(st.one_of(*(st.from_regex(f"(?i:{words})", fullmatch=True) for words in (PW_WORDS, SECRET_WORDS, CJK_PW))))
+@settings(max_examples=500, deadline=None)
+def test_every_password_and_secret_word_the_rules_know_is_a_cue(word: str) -> None:
+    """The cue spells its words out; the scanner's rules are built from these lists: any word of them must cue."""
+    from memvault.store import secretcues
+
+    assert secretcues.may_hold(word)

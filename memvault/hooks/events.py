@@ -52,9 +52,6 @@ RECALL_KEYS = (
     "min_shared_words",
 )
 
-# Every rule in secrets.py needs an "=" or ":", a PEM fence, or a run of 12+ non-space characters.
-_MAYBE_SECRET = re.compile(r"[=:]|-----|\S{12,}")
-
 
 class Skip(Exception):
     """Nothing to do for this event; the reason goes to the log."""
@@ -469,10 +466,10 @@ def _unbuilt(reason: object) -> bool:
 def _excerpt(prompt: str) -> str:
     """The start of the prompt for the log: `<private>` spans removed, secrets redacted (the scanner loads only
     when one may be there)."""
-    from memvault.store import privacy
+    from memvault.store import privacy, secretcues
 
     text = " ".join(privacy.strip_private(prompt[: PROMPT_CHARS * 4]).split())
-    if _MAYBE_SECRET.search(text):
+    if secretcues.may_hold(text):
         from memvault.store import secrets
 
         text, _ = secrets.redact(text)

@@ -11,6 +11,10 @@ import re
 
 from memvault.records import Record
 
+from .secretcues import CJK_PW as _CJK_PW
+from .secretcues import PW_WORDS as _PW_WORDS
+from .secretcues import SECRET_WORDS as _SECRET_WORDS
+
 
 class Finding(Record):
     """One detected secret. Holds only its position, never the secret text (a light NamedTuple)."""
@@ -69,18 +73,8 @@ def _assignment(kind: str, words: str, glued: str = "") -> tuple[tuple[str, re.P
 # ---- credentials said in plain speech, on command lines and in URLs ----------------------------------------
 # A value in prose must look like one (`_plausible`): six or more characters with a digit or a symbol, not a
 # reference ($VAR, <placeholder>, a path, a URL) and not a placeholder. The rules below mark it with group "pv".
-_PW_WORDS = (
-    r"pass(?:word|wd|phrase|code)|pw|pwd|requirepass|passwort|kennwort|mot de passe|contrase[ñn]a|senha"
-    r"|wachtwoord|has[łl]o|lösenord|salasana|parola|heslo|jelszó|пароль"
-)
-_SECRET_WORDS = (
-    r"(?:api|access|secret|private|encryption|signing|master|account|app)[ _-]?key"  # noqa: S105 - key names
-    r"|(?:access|auth|api|bearer|refresh|bot|session|personal access)[ _-]?token|token"
-    r"|(?:shared|client|webhook|app|signing)[ _-]?secret|secret"
-)
 _LINK = r"(?:is|was|are|=|:=|:|to|est|es|é|è|ist|är|er|je|jest|это)"  # "the password is", "… ist", "… to"
 _PV = r"[\"'`]?(?P<pv>[^\s\"'`]{6,})"
-_CJK_PW = r"パスワード|密码|密碼|비밀번호|口令"
 
 
 def _prose(kind: str, words: str) -> tuple[tuple[str, re.Pattern[str], int | str], ...]:
