@@ -1,6 +1,6 @@
 """Adapt the packaged MiniLM to the team's recall data: a linear map over its query vectors, or a fine-tune.
 
-    nice python scripts/train_adapter.py linear  [--rank R] [--steps N] [--floor W] [--save FILE] [--test]
+    nice python scripts/train_adapter.py linear  [--rank R] [--steps N] [--floor W] [--groups F] [--save FILE] [--test]
     nice python scripts/train_adapter.py finetune [--epochs N] [--lora R] [--save DIR|FILE.npz] [--limit N] [--test]
     nice python scripts/train_adapter.py stock [--test]
     nice python scripts/train_adapter.py map [--map FILE] [--test]     (score a saved map, default the shipped one)
@@ -431,6 +431,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--test", action="store_true", help="also score the test split (once, at the end)")
     parser.add_argument("--save", type=Path, help="linear: write M here (.npy, float32); finetune: the model's folder")
     parser.add_argument("--limit", type=int, default=0, help="train on the first N train examples only")
+    parser.add_argument("--groups", type=float, default=1.0, help="linear: train on this share of the train groups")
     parser.add_argument("--rank", type=int, default=0, help="linear: 0 full map, else I + U Vᵀ of this rank")
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--lr", type=float, default=None, help="linear 1e-4, finetune 2e-5 by default")
@@ -463,6 +464,13 @@ def main(argv: list[str] | None = None) -> int:
         train = [ex for ex in examples if ex.split == "train"][: args.limit]
         examples = train + [ex for ex in examples if ex.split != "train"]
     d = data(examples)
+    if args.groups < 1:  # every passage stays in the ranking; only what the map learns from shrinks
+        groups = sorted({ex.group for ex in d.examples["train"]})
+        kept = set(random.Random(args.seed).sample(  # noqa: S311 - a reproducible draw
+            groups, max(1, round(len(groups) * args.groups))))
+        d.pairs["train"] = [pair for pair, ex in zip(d.pairs["train"], d.examples["train"], strict=True)
+                            if ex.group in kept]  # fmt: skip
+        print(f"training on {len(kept)} of {len(groups)} train groups ({len(d.pairs['train'])} labelled pairs)")
     splits = ["train", "dev", *(["test"] if args.test else [])]
     started = time.perf_counter()
     q = stock_vectors(d.prompts, args.cache)
