@@ -127,6 +127,23 @@ def test_explain_shows_what_the_hook_would_inject(example: Path) -> None:
     assert "the prompt hook would skip this prompt" in short and "recall.min_prompt_chars" in short, short
 
 
+def test_explain_and_the_listing_go_in_the_order_the_hook_gives(example: Path) -> None:
+    """Issue 29 item 5: `--explain` numbers the entries as the hook gives them (by what the floor judged, not by
+    fusion's score), then the dropped ones."""
+    differs = False
+    for prompt, _ in [*PROMPTS, ("how do I run the tests", True), ("release the billing service on friday", True)]:
+        result = by_cli(prompt, "--wait", "0")
+        given = [h["path"] for h in result["hits"]]
+        dropped = [h["path"] for h in sorted(result["dropped"], key=lambda h: -h["score"])]
+        shown = CliRunner().invoke(cli, ["recall", "--wait", "0", "--explain", prompt], terminal_width=200).output
+        table = shown.split("the prompt hook would")[0]
+        listed = sorted(given + dropped, key=lambda path: table.index(path + " ") if path + " " in table else 10**6)
+        assert listed == given + dropped, (prompt, table)
+        all_by_score = [h["path"] for h in sorted(result["hits"] + result["dropped"], key=lambda h: -h["score"])]
+        differs |= all_by_score != given + dropped
+    assert differs, "no prompt here has the hook's order differ from fusion's: the test would not see a regression"
+
+
 @pytest.mark.slow
 def test_with_the_warm_service_the_three_ways_give_the_same_entries(example: Path, memvault_home: Path) -> None:
     """The install demo: the real service and model; the hook runs in the service, the CLI and MCP ask it."""

@@ -382,7 +382,7 @@ def test_the_cue_lets_plain_prose_skip_the_scanner() -> None:
         assert scan(text) and secretcues.may_hold(text)
     # each word-anchored rule without a digit, ':', '=' or a long run: the cue has its word
     word_only = ["recovery codes\nabcd-efgh\nwxyz-qrst", "backup codes\nabcd-efgh\nwxyz-qrst", "the token is x?y&z%w!",
-                 "mysql -u root -pTr!ub&dor", "sshpass -p hunter!! ssh box", "The wifi password is 'blue otter mango'"]  # fmt: skip
+                 "mysql -u root -pTr!ub&dor", "sshpass -p hunter!! ssh box", "The wifi password is 'blue otter mango'"]
     for text in word_only:
         assert scan(text) and secretcues.may_hold(text), text
 

@@ -113,9 +113,10 @@ def _match(hit: Any) -> str:
 
 
 def _explain(result: Any) -> None:
-    """Every hit of the top k, passed or not, with the raw signals the floor judged."""
+    """Every hit of the top k, passed or not, with the raw signals the floor judged: the ones passed first, in the
+    order the hook gives them, then the others in the order fusion ranked them."""
     rows = []
-    ranked = sorted([*result.hits, *result.dropped], key=lambda h: -h.score)
+    ranked = [*result.hits, *sorted(result.dropped, key=lambda h: -h.score)]
     for rank, hit in enumerate(ranked, 1):
         passed = hit in result.hits
         verdict = f"[green]passed[/]: {escape(hit.why)}" if passed else f"[red]below the floor[/]: {escape(hit.why)}"
