@@ -308,6 +308,10 @@ def user_message(*texts: str, kinds: list[str] | None = None) -> dict[str, objec
 def test_text_codex_injects_in_the_users_name_is_not_the_users_words(text: str, tmp_path: Path) -> None:
     rollout = codex_rollout_with(tmp_path, [user_message(text), user_message(STATED)])
     read = codex_rollout.read(rollout)
+    if text.lower().startswith(("# agents.md", "<user_instructions>")):  # the project's instructions: context
+        assert [t.role for t in read.turns] == ["instructions", "user"] and "Always use tabs." in read.turns[0].text
+        assert read.turns[1].text == STATED and not read.skipped.get("harness")
+        return
     assert [(t.role, t.text) for t in read.turns] == [("user", STATED)]
     assert read.skipped.get("harness") == 1
 
@@ -319,6 +323,53 @@ def test_only_the_typed_items_of_a_codex_message_are_the_users_words(tmp_path: P
         user_message(CODEX_INJECTED[0], "And remember to use pytest.", kinds=["collab.notification", "user.text"]),
     ])  # fmt: skip
     assert [t.text for t in codex_rollout.read(rollout).turns] == [STATED, "And remember to use pytest."]
+
+
+AGENTS_MD = """# AGENTS.md instructions for /home/dev/project
+
+<INSTRUCTIONS>
+## Project guidelines
+
+- **Always** use the `<.icon>` component for icons, **never** use Heroicons modules or similar
+- **Never** use `@apply` when writing raw css
+- Never nest multiple modules in the same file
+  end
+</INSTRUCTIONS>"""
+
+
+def test_a_user_turn_pasting_the_projects_agents_md_keeps_only_the_users_own_words(tmp_path: Path) -> None:
+    """A corpus user pasted the AGENTS.md Codex had already sent into their first prompt, then wrote their request:
+    the file's rules were saved as HIGH preferences (65 of the 66 wrong HIGH saves of the corpus's train split)."""
+    from memvault.reflect import miner
+    from memvault.reflect.mine import typed
+
+    pasted = ("## Project guidelines\n\n- **Always** use the `<.icon>` component for icons, **never** use Heroicons "
+              "modules or similar\n- **Never** use `@apply` when writing raw css\n- Never nest multiple modules in "
+              "the same file\n  end\n\n")  # fmt: skip
+    own = "From now on always use uuid7 for new primary keys, never serial integers."
+    rollout = codex_rollout_with(tmp_path, [user_message(AGENTS_MD), user_message(pasted + own),
+                                            user_message("never use @apply when writing raw CSS")])  # fmt: skip
+    turns = codex_rollout.read(rollout).turns
+    cleaned = typed.without_instructions(turns)
+    assert [t.text for t in cleaned if t.role == "user"] == [own, ""]
+    assert turns[1].text.endswith(own) and "Heroicons" in turns[1].text  # the reader keeps the turn as it was
+    titles = [c.title for c in miner.mine(turns, judged=False)]
+    assert any("uuid7" in t for t in titles) and not any("Heroicons" in t or "@apply" in t for t in titles), titles
+
+
+def test_a_line_that_only_shares_words_with_the_instructions_stays_the_users() -> None:
+    from memvault.reflect.mine import typed
+    from memvault.reflect.transcript import Turn
+
+    rules = Turn("instructions", "- Always run `mix precommit` before you finish\n- Use Req for HTTP", 2, None, None,
+                 False)  # fmt: skip
+    said = ["Always run mix precommit before you finish", "always run mix precommit before pushing to main",
+            "Use Req", "end"]
+    turns = [rules, *(Turn("user", text, 3 + n, None, None, False) for n, text in enumerate(said))]
+    kept = [t.text for t in typed.without_instructions(turns) if t.role == "user"]
+    # a line of the file (emphasis, list marks and case aside) goes; one that shares words, or a short line not in a
+    # run of the file's lines, stays
+    assert kept == ["", "always run mix precommit before pushing to main", "Use Req", "end"]
 
 
 def test_a_codex_subagents_rollout_has_no_words_of_the_user(tmp_path: Path) -> None:

@@ -8,7 +8,9 @@ ones the text items Codex writes in the user's name are told by their opening ma
 `<user_shell_command>`, `<turn_aborted>`, `<subagent_notification>`, `<hook_prompt>`, `<user_action>`,
 and the rest of `_INJECTED`). Those items, every developer message (hook context, memvault's
 included) and every user message of a subagent's rollout (`session_meta.source` = {"subagent": …}:
-the parent agent wrote it) are skipped.
+the parent agent wrote it) are skipped, except the project's instruction files (AGENTS.md,
+`<user_instructions>`): they become an "instructions" turn, context that tells the miners which lines
+of a later user turn repeat them.
 A shell call that exited non-zero becomes a short tool_error turn. `event_msg` lines repeat the
 items for display and are skipped. Every line is a turn or counted in `skipped` by reason.
 """
@@ -33,6 +35,8 @@ _INJECTED = (
     "warning: apply_patch was requested via ",  # wrote in the user's name
     "warning: your account was flagged for potentially high-risk cyber activity",
 )  # fmt: skip
+# Of those, the project's instruction files (AGENTS.md, the user's instructions), kept as an "instructions" turn.
+_INSTRUCTIONS = ("# agents.md", "<instructions>", "<user_instructions>")
 _EXIT = re.compile(r"^Process exited with code (-?\d+)$", re.M)
 
 
@@ -86,6 +90,9 @@ def _line(obj: dict[str, Any], payload: dict[str, Any], lineno: int, subagent: b
             return None, "subagent"
         texts, injected = _typed(payload) if role == "user" else (_texts(payload), False)
         if injected and not texts:
+            rules = [t for t in _texts(payload) if t.lstrip().lower().startswith(_INSTRUCTIONS)]
+            if rules and clean("\n\n".join(rules)):  # kept as context: a user turn repeating it is not their words
+                return Turn("instructions", clean("\n\n".join(rules)), lineno, _str(payload, "id"), stamp, False), None
             return None, "harness"
         text = "\n\n".join(texts)
         if role not in ("user", "assistant"):

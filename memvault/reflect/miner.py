@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from memvault import paths
-from memvault.reflect.mine import claude, codex, fixes, gemini, ideas, judge, placeholders, prefs, workflows
+from memvault.reflect.mine import claude, codex, fixes, gemini, ideas, judge, placeholders, prefs, typed, workflows
 from memvault.reflect.mine.claude import PROMPT, MinerError, Window
 from memvault.reflect.mine.text import (
     CATEGORIES,
@@ -123,7 +123,7 @@ def mine(turns: Sequence[Turn], *, project: str | None = None, judged: bool | No
 
     `judged` (default `JUDGED`): the statement judge's candidates instead of the preference and workflow rules.
     """
-    clean = [replace(t, text=strip_private(t.text)) for t in turns]
+    clean = _cleaned(turns)
     if judged if judged is not None else JUDGED:
         found = judge.candidates(clean) + fixes.fixes(clean) + ideas.ideas(clean)
     else:
@@ -131,10 +131,16 @@ def mine(turns: Sequence[Turn], *, project: str | None = None, judged: bool | No
     return _finish(found, clean, project)
 
 
+def _cleaned(turns: Sequence[Turn]) -> list[Turn]:
+    """What every miner reads: `<private>` spans removed, and the lines of a user turn that repeat the project's
+    instructions file (`typed.without_instructions`)."""
+    return typed.without_instructions([replace(t, text=strip_private(t.text)) for t in turns])
+
+
 def windows(turns: Sequence[Turn], settings: Any = None) -> list[Window]:
     """The windows the Claude miner would send for `turns` (with `reflection.claude_window_chars`)."""
     size = getattr(settings, "claude_window_chars", 60_000)
-    return claude.windows([replace(t, text=strip_private(t.text)) for t in turns], size)
+    return claude.windows(_cleaned(turns), size)
 
 
 def mine_llm(
@@ -151,7 +157,7 @@ def mine_llm(
     `deadline` (time.monotonic()) ends the pass: no call runs past it (default: `claude_pass_s` from now).
     Only calls the model answered are counted against the daily cap.
     """
-    clean = [replace(t, text=strip_private(t.text)) for t in turns]
+    clean = _cleaned(turns)
     cut = claude.windows(clean, settings.claude_window_chars)
     run = run or MinerRun(host, "")
     run.windows = len(cut)

@@ -55,12 +55,14 @@ _SIBLING = "Sibling tool call errored"
 TOOL_OK_CHARS = 300  # a successful tool result is kept this short (tools=True): enough to check it
 TOOL_CALL_CHARS = 200  # a tool call's description (tools=True)
 TOOL_ROLES = ("tool_call", "tool_ok", "tool_error")
+CONTEXT_ROLES = ("summary", "instructions")  # text the host put in the conversation: context, never the user's words
 
 
 @dataclass(frozen=True)
 class Turn:
     role: str  # "user" | "assistant" | "tool_error" | "summary" (compaction summary: context, never the user's
-    # words) | with tools=True also "tool_call" (text = the call described) and "tool_ok" (a successful result)
+    # words) | "instructions" (the project's instruction file the host sent in the user's name: Codex CLI's
+    # AGENTS.md; context too) | with tools=True also "tool_call" (text = the call described) and "tool_ok"
     text: str  # cleaned: reminders, hook context and memoryvault fences removed
     line: int  # 1-based line in the file where the turn starts; evidence refs are f"L{line}"
     uuid: str | None

@@ -115,6 +115,37 @@ def test_a_preference_stated_in_codex_is_reflected_and_recalled_in_claude_code(
     assert learned in context  # Claude Code now knows what was said in Codex
 
 
+PROJECT_RULES = """## Project guidelines
+
+- **Always** use the `<.icon>` component for icons, **never** use Heroicons modules or similar
+- **Never** use `@apply` when writing raw css
+"""
+
+
+def test_a_prompt_that_pastes_the_projects_agents_md_teaches_only_what_the_user_added(
+    tmp_path: Path, memvault_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Codex sends the project's AGENTS.md in the user's name; a user pasting it into the prompt as well must not
+    have its rules saved as their preferences (they load in every session anyway): only the words they added."""
+    vault = vaults.make_vault(tmp_path, memvault_home)
+    with ResponsesStub(["Noted: httpx from now on."]) as stub:
+        codex = Codex(tmp_path, memvault_home, stub, monkeypatch)
+        (codex.project / "AGENTS.md").write_text(PROJECT_RULES, encoding="utf-8")
+        result = codex.exec(PROJECT_RULES + "\n" + vaults.HTTPX_SAID)
+        assert result.returncode == 0, result.stderr[-2000:]
+    assert any("Heroicons" in text for body in stub.bodies() for text in _user_texts(body))  # the client sent it
+    session = vaults.host_log("codex")[0]["session"]
+    written = vaults.reflected(session)
+    texts = [vaults.note_text(vault, p) for p in written]
+    assert any("httpx" in t for t in texts), texts
+    assert not any("Heroicons" in t or "@apply" in t for t in texts), texts
+
+
+def _user_texts(body: dict[str, Any]) -> list[str]:
+    return [c["text"] for item in body["input"] if item.get("role") == "user" for c in item.get("content", [])
+            if isinstance(c, dict) and isinstance(c.get("text"), str)]  # fmt: skip
+
+
 def test_with_the_warm_service_up_codex_hooks_are_run_by_it(
     tmp_path: Path, memvault_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

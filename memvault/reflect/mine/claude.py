@@ -24,7 +24,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from memvault.reflect.transcript import TOOL_ROLES, Turn
+from memvault.reflect.transcript import CONTEXT_ROLES, TOOL_ROLES, Turn
 
 from .headless import MinerError, run_child
 from .text import CATEGORIES, CONFIDENCES, IDEA_KINDS, Candidate, clip, make_key, make_title, quote
@@ -90,7 +90,7 @@ def blocks(turns: Sequence[Turn]) -> list[tuple[int, str]]:
     """(line, rendered turn) for the main conversation: user and assistant text, tool calls and results, short."""
     out = []
     for turn in turns:
-        if turn.sidechain or turn.role == "summary":
+        if turn.sidechain or turn.role in CONTEXT_ROLES:
             continue
         if turn.role == "user":
             text, label = clip(turn.text, USER_CHARS), "user"

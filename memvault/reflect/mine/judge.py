@@ -39,7 +39,7 @@ from importlib import resources
 from itertools import pairwise
 from typing import Any
 
-from memvault.reflect.transcript import Turn
+from memvault.reflect.transcript import CONTEXT_ROLES, Turn
 
 from . import prefs, titles
 from .text import Candidate, make_key, prose, stem, turn_ref
@@ -173,7 +173,7 @@ def units(turns: Sequence[Turn]) -> list[Unit]:
     previous: Turn | None = None
     agent = ""  # the agent's last words before this turn
     for i, turn in enumerate(turns):
-        if turn.sidechain or turn.role == "summary":
+        if turn.sidechain or turn.role in CONTEXT_ROLES:
             continue
         if turn.role == "user":
             parts = [piece for sentence in sentences(turn.text, said.get(i, "")) for piece in _pieces(sentence)]

@@ -28,7 +28,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from memvault.reflect.transcript import Turn
+from memvault.reflect.transcript import CONTEXT_ROLES, Turn
 
 from .text import KEY_STOP, QUOTE_CHARS, WORD, Candidate, clip, make_key, quote, sentences, stem, turn_ref
 from .typed import echoes
@@ -236,7 +236,7 @@ def preferences(turns: Sequence[Turn]) -> list[Candidate]:
     previous: Turn | None = None
     said = echoes(turns)  # what the assistant said before each user turn: quoted back, it is not the user's
     for i, turn in enumerate(turns):
-        if turn.sidechain or turn.role == "summary":
+        if turn.sidechain or turn.role in CONTEXT_ROLES:
             continue
         if turn.role == "user":
             after_agent = previous is not None and previous.role != "user"

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from memvault.reflect.transcript import Turn
 
@@ -339,3 +339,42 @@ def echoes(turns: Sequence[Turn]) -> dict[int, str]:
         elif turn.role == "assistant":
             said.append(turn.text)
     return out
+
+
+def without_instructions(turns: Sequence[Turn]) -> list[Turn]:
+    """`turns` with the lines of each user turn that repeat the project's instructions (an "instructions" turn before
+    it: Codex CLI's AGENTS.md) taken out. The host gives the agent that file in every session, so its rules are
+    neither the user's words nor a memory to keep; a user pasting it into a prompt is the case this is for.
+
+    A line repeats the instructions when it is one of their lines (two words or more), or when it has ECHO_WORDS
+    words or more and the instructions hold it; markdown emphasis, list marks and case do not count. Within a run
+    of such lines, a shorter line that is one of theirs too (`end`, `}`) goes with the run.
+    """
+    lines: set[str] = set()
+    whole: list[str] = []
+    out: list[Turn] = []
+    for turn in turns:
+        if turn.role == "instructions":
+            whole.append(_norm(turn.text))
+            lines.update(n for n in (_norm(ln) for ln in turn.text.splitlines()) if n)
+        elif turn.role == "user" and lines:
+            kept, run = [], False
+            for line in turn.text.split("\n"):
+                norm = _norm(line)
+                if not norm:
+                    kept.append(line)
+                elif _repeats(line, norm, lines, whole) or (run and norm in lines):
+                    run = True
+                else:
+                    kept.append(line)
+                    run = False
+            if len(kept) != turn.text.count("\n") + 1:
+                turn = replace(turn, text="\n".join(kept).strip("\n"))
+        out.append(turn)
+    return out
+
+
+def _repeats(line: str, norm: str, lines: set[str], whole: list[str]) -> bool:
+    if len(norm.split()) < 2:
+        return False
+    return norm in lines or (len(_WORDS.findall(line)) >= ECHO_WORDS and any(norm in text for text in whole))

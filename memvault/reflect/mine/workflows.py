@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from memvault.reflect.transcript import Turn
+from memvault.reflect.transcript import CONTEXT_ROLES, Turn
 
 from .text import Candidate, clip, make_key, make_title, sentences, turn_ref
 
@@ -23,7 +23,7 @@ def workflows(turns: Sequence[Turn]) -> list[Candidate]:
     request: Turn | None = None
     steps: list[Turn] = []
     for turn in turns:
-        if turn.sidechain or turn.role == "summary":
+        if turn.sidechain or turn.role in CONTEXT_ROLES:
             continue
         if turn.role == "assistant":
             steps.append(turn)
