@@ -512,7 +512,8 @@ def _hits(
     detail = relevance.coverage_rare(index, words, chunk_ids, sentences=relevance.parts(query, terms))
     covered = {c: (got[0], got[1]) for c, got in detail.items()}
     shape = _shape(index, [n for n, _ in ranked], judged_ids)  # the judge's view of where each chunk sits
-    exact = relevance.identifier_chunks(index, query, judged_ids)
+    # keyword-only, a rare name the prompt and a chunk share counts as an exact identifier (relevance.rare_names)
+    exact = relevance.identifier_chunks(index, query, judged_ids, postings if blob is None else None)
     near: dict[int, float] = {}  # the cosine of every candidate chunk, when there is a query vector
     if blob is not None:
         known = {chunk: score for score, chunk in vector.values()}
