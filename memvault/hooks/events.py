@@ -346,7 +346,7 @@ def user_prompt_submit(payload: dict[str, Any], settings: dict[str, Any], record
     if not kept:
         return None
     _save_injected(session, {**seen, "recalled": seen["recalled"] + [h["path"] for h in kept]})
-    names = inject.titles([h["title"] for h in kept])
+    names = inject.titles([h["title"] for h in kept], redacted=all(h.get("clean") is True for h in kept))
     return {
         "hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": context},
         "systemMessage": f"Loaded {plural(len(kept), 'relevant entry')}: {names}",

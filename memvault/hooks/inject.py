@@ -151,9 +151,10 @@ def recall_context(hits: Sequence[Mapping[str, Any]], max_chars: int) -> tuple[s
     return passages.context(hits, max_chars, redact)
 
 
-def titles(names: Sequence[str], limit: int = 5) -> str:
-    """'a, b, c' for the user's status line, each cut to a readable length, '+N more' past `limit`."""
-    shown = [redact(n) for n in names[:limit]]
+def titles(names: Sequence[str], limit: int = 5, *, redacted: bool = False) -> str:
+    """'a, b, c' for the user's status line, each cut to a readable length, '+N more' past `limit`. `redacted`: the
+    names were redacted already (the index stores a clean note's title so)."""
+    shown = [n if redacted else redact(n) for n in names[:limit]]
     cut = [n if len(n) <= TITLE_CHARS else n[: TITLE_CHARS - 1] + "…" for n in shown]
     more = f" +{len(names) - limit} more" if len(names) > limit else ""
     return ", ".join(cut) + more

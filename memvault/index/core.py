@@ -198,21 +198,21 @@ class Index:
         values = (
             row.path, row.mtime_ns, row.size, row.hash, row.title, row.kind, row.status, row.group,
             json.dumps(list(row.tags), ensure_ascii=False), int(row.always_load), int(row.private), row.updated,
-            int(row.in_memory), row.area, row.error, row.visibility, row.created,
+            int(row.in_memory), row.area, row.error, row.visibility, row.created, int(row.clean),
         )  # fmt: skip
         if old:
             note_id = int(old[0])
             conn.execute(
                 """UPDATE notes SET path=?, mtime_ns=?, size=?, hash=?, title=?, kind=?, status=?, grp=?, tags=?,
-                   always_load=?, private=?, updated=?, in_memory=?, area=?, error=?, visibility=?, created=?
-                   WHERE id = ?""",
+                   always_load=?, private=?, updated=?, in_memory=?, area=?, error=?, visibility=?, created=?,
+                   clean=? WHERE id = ?""",
                 (*values, note_id),
             )
         else:
             cur = conn.execute(
                 """INSERT INTO notes (path, mtime_ns, size, hash, title, kind, status, grp, tags, always_load,
-                   private, updated, in_memory, area, error, visibility, created)
-                   VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
+                   private, updated, in_memory, area, error, visibility, created, clean)
+                   VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
                 values,
             )
             note_id = int(cur.lastrowid or 0)

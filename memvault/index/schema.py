@@ -58,6 +58,9 @@ class NoteRow(Record):
     area: str = ""  # "_inbox", "_review", "_archive", "_always-load", "_idea-incubator" or ""
     error: str | None = None  # unreadable (status UNREADABLE: not indexed), or invalid frontmatter (text indexed)
     created: str | None = None
+    # The title and chunks are stored with secrets redacted, and the path has none: what recall shows of the note
+    # needs no scan (the scanner costs a keyword-only prompt hook 11 ms to load).
+    clean: bool = False
 
     @property
     def visibility(self) -> int:
@@ -179,6 +182,14 @@ def _vectors_version(conn: Connection) -> None:
     conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (VECTORS_VERSION, vectors_token()))
 
 
+def _redacted(conn: Connection) -> None:
+    # Secrets in a note are redacted before its title and text are stored (sync.Layout.row): the index, its keyword
+    # rows and its vectors never hold one, and a note marked `clean` is shown without a scan. The next sync re-reads
+    # every note; the vectors of chunks whose text did not change are kept.
+    conn.execute("ALTER TABLE notes ADD COLUMN clean INTEGER NOT NULL DEFAULT 0")
+    conn.execute("UPDATE notes SET mtime_ns = 0, hash = ''")
+
+
 MIGRATIONS: list[db.Migration] = [
     ("0001_core", _core),
     ("0002_recalls", _recalls),
@@ -190,4 +201,5 @@ MIGRATIONS: list[db.Migration] = [
     ("0008_chunk_context", _chunk_context),
     ("0009_always_load_index", _always_load_index),
     ("0010_vectors_version", _vectors_version),
+    ("0011_redacted", _redacted),
 ]

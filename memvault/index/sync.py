@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Protocol
 
 from memvault.errors import MemvaultError
-from memvault.store import disk, model, notes, privacy, safety
+from memvault.store import disk, model, notes, privacy, safety, secrets
 
 from . import chunking, db
 from .core import Index
@@ -42,11 +42,12 @@ class Layout:
     ignore: tuple[str, ...]
 
     def row(self, rel: str, text: str, mtime_ns: int, size: int, digest: str) -> tuple[NoteRow, list, list[str]]:
-        """The index row, chunks and wikilinks of one note's text (pure; `<private>` spans never indexed)."""
+        """The index row, chunks and wikilinks of one note's text (pure; `<private>` spans never indexed, secrets
+        redacted from the title and the text: the index never holds one, and a `clean` row is shown unscanned)."""
         note = notes.parse(text)
         in_memory, group, area = place(rel, self.folder)
-        body = safety.strip_private(note.body)
-        title = notes.title_of(note, Path(rel).stem)
+        body = secrets.redact(safety.strip_private(note.body))[0]
+        title = secrets.redact(notes.title_of(note, Path(rel).stem))[0]
         meta = note.meta if note.ok else {}
         # Frontmatter YAML rejects (Obsidian accepts `- @kepano`): the note is indexed by its text, and a
         # `private:` line in it still counts (store.privacy reads the raw lines, failing closed).
@@ -67,6 +68,7 @@ class Layout:
             area=area,
             error=None if note.ok else f"invalid frontmatter: {note.error}",
             created=model.to_str(meta.get("created")),
+            clean=not secrets.scan(rel),  # the title and text are redacted above; the path is shown as it is
         )
         links = chunking.wikilinks((note.frontmatter or "") + "\n" + body)
         if rel == IDEAS_LEDGER:  # an idea archived or deleted from the ledger is not recalled through it

@@ -307,6 +307,10 @@ def _tail(text: str, limit: int) -> str:
     return "… " + cut.lstrip()
 
 
+def _as_is(text: str) -> str:
+    return text
+
+
 def entry(title: str, path: str, heading: str, text: str) -> str:
     """One recalled note as the hook and MCP show it to an agent: a line naming it, then its passage."""
     where = f"{path} › {heading}" if heading else path
@@ -324,8 +328,9 @@ def context(
     """The recall context the prompt hook injects and the hits it holds: per hit, best first, `entry` with the
     hit's passage (its snippet when it has none: the file scan before the first index), within `max_chars`.
 
-    `clean` redacts secret-shaped strings; `<private>` spans are removed. A passage longer than the room left
-    is cut to it; a hit with less room than MIN_PASSAGE is not given, nor any after it.
+    `clean` redacts secret-shaped strings, except in a hit marked `clean` (the index stored its title and text
+    redacted, and its path has none); `<private>` spans are removed. A passage longer than the room left is cut
+    to it; a hit with less room than MIN_PASSAGE is not given, nor any after it.
     """
     if not hits:
         return "", []
@@ -341,13 +346,14 @@ def context(
     for hit in hits:
         title, path, heading = str(hit["title"]), str(hit["path"]), str(hit.get("heading") or "")
         text = privacy.strip_private(str(hit.get("passage") or hit.get("snippet") or "")).strip()
-        block = clean(entry(title, path, heading, text))
+        scrub = _as_is if hit.get("clean") is True else clean
+        block = scrub(entry(title, path, heading, text))
         room = max_chars - used
         if len(block) > room:
             bare = len(block) - len(text)
             if room - bare < MIN_PASSAGE:
                 break
-            block = clean(entry(title, path, heading, cut(text, room - bare)))
+            block = scrub(entry(title, path, heading, cut(text, room - bare)))
             if len(block) > room:
                 break
         parts.append(block)

@@ -154,6 +154,7 @@ class Hit(Record):
     probability: float = 0.0  # P(relevant) by the judge, or the hand-set floor's relevance (`relevance.relevance`)
     why: str = ""
     passage: str = ""  # what is shown of the note to an agent: its best spans, chosen with the others' (`passages`)
+    clean: bool = False  # its title and text were stored with secrets redacted and its path has none: shown unscanned
 
     def as_dict(self) -> dict[str, object]:
         return dict(self._asdict())
@@ -521,8 +522,8 @@ def _hits(
         near.update(source.cosines(index, blob, [c for c in chunk_ids if c not in known]))
     hits = []
     for rank, (note_id, score) in enumerate(ranked):
-        path, title, kind, grp, always = index.conn.execute(
-            "SELECT path, title, kind, grp, always_load FROM notes WHERE id = ?", (note_id,)
+        path, title, kind, grp, always, clean = index.conn.execute(
+            "SELECT path, title, kind, grp, always_load, clean FROM notes WHERE id = ?", (note_id,)
         ).fetchone()
         special = eligible.special(path, kind, options.daily_folder)
         named = special == eligible.SKILL_ENTRY and eligible.names(query, title)
@@ -584,6 +585,7 @@ def _hits(
                 probability=round(relevance.relevance(chosen, floor), 4),
                 why=relevance.verdict(chosen, floor)[1],
                 passage=passage,
+                clean=bool(clean),
             )
         )
     return hits
