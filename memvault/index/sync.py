@@ -21,6 +21,10 @@ IDEAS_LEDGER = "Ideas.md"  # the idea ledger at the vault root (ideas.ledger.LED
 # A ledger section (`## date: title` up to the next `#`/`##` heading) marked `→ archived …` or `→ deleted …`.
 _RETIRED_IDEA = re.compile(r"(?m)^##[ \t][^\n]*\n(?:(?!#{1,2}[ \t])[^\n]*\n)*?→ (?:archived|deleted)\b[^\n]*(?:\n|\Z)")
 EMBED_BATCH_NOTES = 32
+# A sync that rewrote this many notes merges the FTS5 index into one b-tree: rows written one note at a time (and the
+# deletions a re-read leaves) sit in many segments, and every keyword query reads them all. At 20,000 notes after a
+# re-read of every note, merging took 0.14 s and cut a keyword-only recall from 7.5 to 6.0 ms (recall.md).
+MERGE_AFTER = 100
 SCAN_BATCH = 200
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
@@ -136,6 +140,9 @@ def sync(
             index.resolve_links()
         if only is None:
             index.set_meta("last_sync", time.strftime("%Y-%m-%dT%H:%M:%S"))
+    if report.changed >= MERGE_AFTER:
+        with db.transaction(index.conn):  # the keyword rows in one merged b-tree again (see MERGE_AFTER)
+            index.conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('optimize')")
     report.pending = index.pending_count()
     report.seconds = time.monotonic() - started
     return report

@@ -1,5 +1,6 @@
-"""Secrets never reach the index: a note's title and text are stored redacted, so its keyword rows, vectors and
-what recall shows hold none, and a note marked clean is shown without loading the scanner (the prompt hook)."""
+"""What the index stores. Secrets never reach it: a note's title and text are stored redacted, so its keyword rows,
+vectors and what recall shows hold none, and a note marked clean is shown without loading the scanner (the prompt
+hook). And after a sync that rewrote many notes its keyword rows are merged into one b-tree."""
 
 from __future__ import annotations
 
@@ -88,3 +89,32 @@ def test_the_keyword_only_hook_shows_clean_notes_without_the_scanner(vault_dir: 
     # a prompt the scanner must read (a digit: a PIN, a card number could be there) still loads it, for the log
     _, imports = _hook_imports("how should we roll out database migration 42")
     assert "memvault.store.secrets" in imports
+
+
+def _fts_digest(index: ix.Index) -> str:
+    import hashlib
+
+    rows = index.conn.execute("SELECT id, block FROM chunks_fts_data ORDER BY id")
+    return hashlib.sha256(repr(rows.fetchall()).encode()).hexdigest()
+
+
+def test_a_sync_that_rewrote_many_notes_leaves_the_keyword_index_merged(vault_dir: Path, memvault_home: Path) -> None:
+    """After a re-read of every note (this release's migration does one) the keyword rows sit in many segments;
+    a sync of MERGE_AFTER notes or more merges them, so an `optimize` afterwards has nothing left to do."""
+    from memvault.index import sync
+
+    _indexed(vault_dir, memvault_home).close()
+    folder = vault_dir / "Notes" / "many"
+    folder.mkdir(parents=True)
+    for n in range(sync.MERGE_AFTER + 20):
+        (folder / f"n{n}.md").write_text(f"# Note {n}\n\nDeploy log entry about service {n} and its rollout.\n")
+    vault = open_vault(vault_dir)
+    vault.reindex(vectors="none")
+    for n in range(sync.MERGE_AFTER + 20):  # every note again: deletions and new rows
+        (folder / f"n{n}.md").write_text(f"# Note {n}\n\nRollback log entry about service {n}, reverted.\n")
+    vault.reindex(vectors="none")
+    index = ix.open_index(vault.index_file)
+    before = _fts_digest(index)
+    with db.transaction(index.conn):
+        index.conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES('optimize')")
+    assert _fts_digest(index) == before
