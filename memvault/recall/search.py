@@ -476,9 +476,7 @@ class SqliteVectors:
         sql = f"SELECT id, note_id FROM chunks WHERE id IN ({','.join('?' * len(chunk_ids))})"
         return {int(c): int(n) for c, n in index.conn.execute(sql, chunk_ids)} if chunk_ids else {}
 
-    @staticmethod
-    def cosines(index: Index, blob: bytes, chunk_ids: list[int]) -> dict[int, float]:
-        return relevance.cosines(index, blob, chunk_ids)
+    cosines = staticmethod(relevance.cosines)
 
 
 SQLITE_VECTORS = SqliteVectors()

@@ -90,9 +90,9 @@ def _line(obj: dict[str, Any], payload: dict[str, Any], lineno: int, subagent: b
             return None, "subagent"
         texts, injected = _typed(payload) if role == "user" else (_texts(payload), False)
         if injected and not texts:
-            rules = [t for t in _texts(payload) if t.lstrip().lower().startswith(_INSTRUCTIONS)]
-            if rules and clean("\n\n".join(rules)):  # kept as context: a user turn repeating it is not their words
-                return Turn("instructions", clean("\n\n".join(rules)), lineno, _str(payload, "id"), stamp, False), None
+            rules = clean("\n\n".join(t for t in _texts(payload) if t.lstrip().lower().startswith(_INSTRUCTIONS)))
+            if rules:  # kept as context: a user turn repeating it is not their words
+                return Turn("instructions", rules, lineno, _str(payload, "id"), stamp, False), None
             return None, "harness"
         text = "\n\n".join(texts)
         if role not in ("user", "assistant"):
