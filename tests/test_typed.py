@@ -160,6 +160,59 @@ def test_a_short_message_that_names_arguments_is_not_a_template() -> None:
     assert t.typed(said) == said
 
 
+PERSONA = """create a plan to do the below: Role
+You are an expert Documentation Specialist. Your goal is to document this codebase for future agents.
+Objective
+Create a folder named docs/agent and fill it with a structured snapshot of the project.
+Instructions
+Step 1: Analyze the Codebase
+Scan the directory to understand the stack, the structure and the configuration files.
+Step 2: Create Directory Structure
+Create docs/agent/System, docs/agent/Tasks and docs/agent/SOP, then write an index.
+Step 3: Generate Core Documentation Files
+Always read docs/agent/README.md first to get context. Never duplicate content across files.
+Constraints
+""" + "\n".join(f"Keep section {n} short, factual and linked from the index; always date it." for n in range(34))
+
+RECORD = """prompts/constitution.md SOURCE OF TRUTH
+Use the following decision record as the canonical content. All rules below are MANDATORY.
+
+PROJECT FACTS
+- PRIMARY_HOST: a managed platform (deploy on push)
+- DATABASE: Postgres
+
+PRINCIPLES & MANDATES (from the record)
+1) Overview
+- Priorities: fast iteration, minimal lock-in
+2) Core Stack (FINAL, REQUIRED)
+- Never expose secrets client-side. Always validate input on the server.
+3) Quality Gates
+4) Governance
+""" + "\n".join(f"- Gate {n}: never merge without a green pipeline and a reviewed change log entry." for n in range(40))
+
+
+def test_a_pasted_document_without_markdown_is_pasted_and_its_short_lead_in_typed() -> None:
+    # A persona prompt and a decision record, each thousands of characters with six or more bare section titles
+    # ("Role", "Step 2: …", "PROJECT FACTS", "2) Core Stack (FINAL, REQUIRED)"): their "Always …" lines are not
+    # the person's rules. What the person typed before the first title is kept.
+    assert t.typed(PERSONA) == "create a plan to do the below: Role\nYou are an expert Documentation Specialist. " + \
+        "Your goal is to document this codebase for future agents."  # fmt: skip
+    assert "Always read docs/agent/README.md" in t.pasted(PERSONA)
+    assert {s.kind for s in t.segments(RECORD) if not s.typed} == {"document"}
+    assert t.typed(RECORD).startswith("prompts/constitution.md SOURCE OF TRUTH")
+    assert "Never expose secrets" in t.pasted(RECORD)
+    long_opening = "Here is a comprehensive list of every hook a slicer should offer. " * 6 + "\n" + RECORD
+    assert t.typed(long_opening) == ""  # an opening too long for a lead-in is the document's own
+
+
+def test_long_typed_messages_with_a_few_short_lines_stay_typed() -> None:
+    rules = "\n".join(f"- always run check {n} before you push, and never skip it on a release" for n in range(45))
+    text = f"Conventions\nTesting\nRelease\nDeploy\nHi there, here are my rules for this repo:\n{rules}"
+    assert len(text) > t.DOCUMENT_CHARS
+    assert t.typed(text) == text  # five title-like lines: under the document's six
+    assert t.typed(PERSONA[: t.DOCUMENT_CHARS - 1]) == PERSONA[: t.DOCUMENT_CHARS - 1].strip()  # too short
+
+
 def test_the_assistants_words_said_back_are_an_echo() -> None:
     agent = "I refactored the loader. From now on I will always run the full test suite before each commit."
     text = "From now on I will always run the full test suite before each commit.\nwhy did that take so long?"

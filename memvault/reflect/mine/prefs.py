@@ -8,11 +8,12 @@ recognised through one-letter typos ("logging should necer use f-strings").
 - high: "always / never …", "X should never …", "from now on …", "I prefer …", "I don't want you to …",
   "make sure you never …", "be careful not to …", "I only want …", "I'm not comfortable with X",
   "remember …", "stop doing …", "use X instead of Y", "don't ever …", a finding "already marked as a
-  false positive", and a correction right after the agent acted ("no, use X").
+  false positive".
 - medium: facts about the user's setup ("I use X", "I sign in with X"), "as long as you don't …",
-  "as noted elsewhere …", "X is the wrong fix", "X is a false positive", a correction that states
-  rather than directs ("no, that is a different project").
-- low: a bare "don't …", "please use …", "… for all but X".
+  "as noted elsewhere …", "X is the wrong fix", "X is a false positive", a correction right after the
+  agent acted ("no, use the helper"; said once it is mostly about the task at hand, so a person looks first).
+- low: a bare "don't …", "please use …", "… for all but X", a correction that states rather than directs
+  ("no, that is a different project").
 Questions, hedges ("maybe", "I think"), and task-scoped wording ("for now", "this time", "this
 session") are not rules. A sentence that only points at a rule ("this was marked as a false positive
 already") joins the sentence next to it; statements of the same rule in one session (sharing two
@@ -353,10 +354,12 @@ def _correction(parts: list[str]) -> _Hit | None:
     rest = " ".join([low[m.end() :], *(canonical(p) for p in parts[1:3])]).strip()
     if len(WORD.findall(rest)) < 3 or _APPROVAL.match(rest) or rest.endswith("?") or _HEDGE.search(rest):
         return None
-    if _DIRECTIVE.search(rest):
-        return _Hit("correction", "high", "rule", " ".join(parts[:3]))
-    if _STATEMENT.search(rest):
+    if _TASK_SCOPED.search(rest):  # "no, keep it for now": about this task only, like any task-scoped sentence
+        return None
+    if _DIRECTIVE.search(rest):  # most are about the task at hand ("no, keep it for now"): a person looks first
         return _Hit("correction", "medium", "rule", " ".join(parts[:3]))
+    if _STATEMENT.search(rest):
+        return _Hit("correction", "low", "rule", " ".join(parts[:3]))
     return None
 
 

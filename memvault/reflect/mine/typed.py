@@ -10,7 +10,11 @@ pasted ones as context (an error the user pasted is evidence of a problem, never
 Pure: text in, segments out; no I/O. The rules work line by line, in this order: wrapper tags and
 fenced blocks, then a template's "User input" block, then each line by its own shape (a strong pattern
 decides alone), then its neighbours (a line without sentence structure next to a paste, an indented
-line under one, or a line between two pastes of one paragraph, belongs to that paste).
+line under one, or a line between two pastes of one paragraph, belongs to that paste), then a pasted
+document's titles (from its first title on, it is all pasted).
+
+Just over 400 lines: the paste kinds are one table of patterns read top to bottom, and the whole-turn
+rules (templates, documents, tags, echoes, the instructions file) each need the line shapes beside them.
 """
 
 from __future__ import annotations
@@ -24,14 +28,16 @@ from memvault.reflect.transcript import Turn
 TYPED = "typed"
 ECHO_WORDS = 6  # a line of at least this many words found verbatim in the assistant's last words is quoted back
 TEMPLATE_CHARS = 1200  # an expanded command template is at least this long
+DOCUMENT_CHARS, DOCUMENT_HEADINGS = 2400, 6  # a pasted document: this long, with this many bare headings
+LEAD_IN_CHARS = 300  # what a person types before a document they paste ("do the below:") is at most this long
 SHAPE_CHARS = 400  # a line's shape is read from this much of it (a pasted line can be megabytes long)
 ECHO_CHARS = 20_000  # the assistant's last words an echo is looked for in (a long run of turns: its end)
 
 
 @dataclass(frozen=True)
 class Segment:
-    kind: str  # "typed", or what was pasted: template, code, quote, echo, trace, output, log, http, data, shell,
-    # diff, url, tool, text (a long line without sentence structure)
+    kind: str  # "typed", or what was pasted: template, document, code, quote, echo, trace, output, log, http, data,
+    # shell, diff, url, tool, text (a long line without sentence structure)
     text: str
 
     @property
@@ -92,6 +98,41 @@ def _template(lines: list[str]) -> list[tuple[str, str]]:
             out[i] = (TYPED, lines[i])
         i += 1
     return out
+
+
+# ---- documents: a prompt, a spec or a decision record pasted without markdown -----------------------------
+
+_SMALL = r"(?:&|and|or|of|the|for|to|a|an|in|on|with|from|by|vs\.?)"
+_TITLE_WORD = r"(?:[A-Z0-9][\w/&'.,()-]*|\([^)]{1,30}\))"
+_BARE_HEADING = re.compile(  # "Role", "Step 2: Create Directory Structure", "2) Core Stack (FINAL)", "🧭 M-Codes"
+    r"^(?:[^\x00-\x7f\w]{1,2}\s*)?(?:(?:\d{1,2}[.)]|[A-Z][.)]|Step \d+:)\s+)?"  # an emoji, a number, "Step 2:"
+    rf"{_TITLE_WORD}(?:\s+(?:{_TITLE_WORD}|{_SMALL})){{0,6}}:?$"
+)
+_CAPS_HEADING = re.compile(r"^[A-Z][A-Z0-9 &/()'.,:-]{3,60}$")  # "PROJECT FACTS", "PRINCIPLES & MANDATES"
+
+
+def _bare_heading(line: str) -> bool:
+    """A short title line without markdown: Title Case or capitals, no sentence punctuation at its end."""
+    s = line.strip()
+    if not s or len(s) > 60 or s[-1] in ".;!?,":
+        return False
+    return bool(_BARE_HEADING.match(s)) or (bool(_CAPS_HEADING.match(s)) and sum(c.isalpha() for c in s) >= 4)
+
+
+def _document_start(text: str, lines: list[str]) -> int | None:
+    """Where a pasted document begins (its first bare heading), or None when `text` is not one.
+
+    A person types a request, or a few rules; a document with six or more section titles and thousands of
+    characters (a persona prompt, a decision record, a generated list) was pasted, even without markdown.
+    What precedes its first title stays the person's when it is short (a lead-in: "create an exec plan to do
+    the below:"); a longer opening is the document's own (0).
+    """
+    if len(text) < DOCUMENT_CHARS:
+        return None
+    heads = [i for i, ln in enumerate(lines) if _bare_heading(ln)]
+    if len(heads) < DOCUMENT_HEADINGS:
+        return None
+    return heads[0] if len("\n".join(lines[: heads[0]]).strip()) <= LEAD_IN_CHARS else 0
 
 
 # ---- one line by its shape --------------------------------------------------------------------------------
@@ -256,6 +297,9 @@ def segments(text: str, echo: str = "") -> list[Segment]:
         kinds = [k for k, _ in pairs]
     else:
         kinds = _classify(lines, _norm(echo) if echo else "")
+        start = _document_start(text, lines)
+        if start is not None:
+            kinds[start:] = ["document"] * (len(lines) - start)
     out: list[Segment] = []
     for kind, line in zip(kinds, lines, strict=True):
         kind = kind or TYPED
