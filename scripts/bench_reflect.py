@@ -33,11 +33,13 @@ tests/data/README.md). Without it the benchmark prints one `skipped:` line and e
    The test split is read, mined and printed only with --report-test: it is for reporting, never
    for tuning.
 
-`--judge` mines offline with the trained statement judge (`miner.mine(judged=True)`) instead of the
-preference and workflow rules (with sentence vectors: the warm service's, else the model loaded in this
-process; `--judge-lexical` without them). `--miner claude` mines with headless Claude Code instead (the user's
-own `claude`, one call per window of each transcript: it costs tokens); `--windows` only prints how many windows and
-characters each transcript would send, without calling anything.
+The offline miner is the shipped one (`miner.OFFLINE`: the rules, and the lexical statement judge on the
+lines they leave alone); `--rules` mines with the rules alone, `--judge` with the trained statement judge
+instead of the preference and workflow rules (`miner.mine(using="judge")`, with sentence vectors: the warm
+service's, else the model loaded in this process; `--judge-lexical` without them). `--miner claude` mines with
+headless Claude Code instead (the user's own `claude`, one call per window of each transcript: it costs
+tokens); `--windows` only prints how many windows and characters each transcript would send, without calling
+anything.
 """
 
 from __future__ import annotations
@@ -82,11 +84,11 @@ def interactive(data: Path) -> list[Path]:
     return [p for p in files(data) if p.relative_to(data).parts[0] in SEVEN]
 
 
-JUDGED: list[bool | None] = [None]  # --judge: the offline miner with the statement judge (miner.mine's `judged`)
+USING: list[str | None] = [None]  # --rules / --judge: which offline miner (miner.mine's `using`; None: the shipped)
 
 
 def _mine_offline(turns: list[transcript.Turn]) -> list[miner.Candidate]:
-    return miner.mine(turns, judged=JUDGED[0])
+    return miner.mine(turns, using=USING[0])
 
 
 def _mine_claude(turns: list[transcript.Turn]) -> list[miner.Candidate]:
@@ -403,7 +405,7 @@ def bench_corpus(out: Path, corpus: Path, report_test: bool) -> dict[str, Any]:
             row.update(status="unreadable", why=why)
             continue
         judge.LAST_SOURCE[0] = "none"
-        cands = miner.mine(turns, judged=JUDGED[0])
+        cands = miner.mine(turns, using=USING[0])
         row.update(status="ok", seconds=time.perf_counter() - start, candidates=cands, unplaced=unplaced,
                    vectors=judge.LAST_SOURCE[0])  # fmt: skip
         seen = {t.line for t in turns if t.role == "user"}
@@ -501,10 +503,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpus", type=Path, help="corpus mode: the folder `reflect_corpus.py export` wrote")
     parser.add_argument("--corpus-labels", type=Path, default=reflect_corpus.CORPUS, help="the corpus *.json folder")
     parser.add_argument("--report-test", action="store_true", help="corpus mode: also read and report the test split")
+    parser.add_argument("--rules", action="store_true", help="offline: the rules alone (no statement judge)")
     parser.add_argument("--judge", action="store_true", help="offline: the statement judge instead of the rules")
     parser.add_argument("--judge-lexical", action="store_true", help="--judge without sentence vectors")
     args = parser.parse_args(argv)
-    JUDGED[0] = True if args.judge or args.judge_lexical else None
+    USING[0] = "judge" if args.judge or args.judge_lexical else "rules" if args.rules else None
     if args.judge_lexical:
         judge.VECTORS = False
     if args.corpus is not None or (args.data is None and bench_data.find(None, CORPUS_DATA, "--corpus")):

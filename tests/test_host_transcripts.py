@@ -353,7 +353,7 @@ def test_a_user_turn_pasting_the_projects_agents_md_keeps_only_the_users_own_wor
     cleaned = typed.without_instructions(turns)
     assert [t.text for t in cleaned if t.role == "user"] == [own, ""]
     assert turns[1].text.endswith(own) and "Heroicons" in turns[1].text  # the reader keeps the turn as it was
-    titles = [c.title for c in miner.mine(turns, judged=False)]
+    titles = [c.title for c in miner.mine(turns, using="rules")]
     assert any("uuid7" in t for t in titles) and not any("Heroicons" in t or "@apply" in t for t in titles), titles
 
 

@@ -128,9 +128,29 @@ def test_vetoes_questions_and_destructive_instructions() -> None:
 
 def test_the_offline_miner_uses_the_judge_when_asked() -> None:
     turns = _turns("one more thing, for all projects: always pin exact dependency versions")
-    found = miner.mine(turns, judged=True)
+    found = miner.mine(turns, using="judge")
     assert [c.rule for c in found] == ["judge:preference"]
     assert found[0].evidence == ("L2",) and "always pin exact dependency versions" in found[0].body
+
+
+def test_the_offline_miner_runs_the_judge_beside_the_rules_on_the_lines_they_leave() -> None:
+    turns = [
+        Turn("user", "set up the repo", 1, "u1", None, False),
+        Turn("assistant", "Done, I created the project.", 2, "a2", None, False),
+        Turn("user", "one more thing, for all projects: always pin exact dependency versions", 3, "u3", None, False),
+        Turn("assistant", "Pinned them.", 4, "a4", None, False),
+        Turn("user", "we deploy everything on fly.io", 5, "u5", None, False),
+    ]
+    rules = miner.mine(turns, using="rules")
+    assert [(c.evidence, c.confidence) for c in rules] == [(("L3",), "high")]  # the rule; the fact is no rule's
+    assert {c.evidence for c in miner.mine(turns, using="judge")} >= {("L3",), ("L5",)}  # the judge finds both
+    default = miner.mine(turns)
+    assert miner.OFFLINE == "rules+judge"
+    assert [c for c in default if not c.rule.startswith("judge:")] == rules  # the rules' saves, as they were
+    judged = [(c.evidence, c.confidence, c.rule) for c in default if c.rule.startswith("judge:")]
+    assert judged == [(("L5",), "low", "judge:fact")]  # only the line the rules left, and to the inbox
+    with pytest.raises(ValueError, match="unknown offline miner"):
+        miner.mine(turns, using="llm")
 
 
 def _export() -> Path | None:

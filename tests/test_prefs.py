@@ -22,7 +22,7 @@ def convo(*turns: tuple[str, str]) -> list[Turn]:
 
 
 def prefs_of(*turns: tuple[str, str]) -> list[Candidate]:
-    return [c for c in miner.mine(convo(*turns)) if c.category == "preference"]
+    return [c for c in miner.mine(convo(*turns), using="rules") if c.category == "preference"]
 
 
 def after_agent(said: str) -> list[Candidate]:
@@ -209,7 +209,7 @@ def test_only_the_users_own_words() -> None:
         Turn("tool_error", "Error: never use npm here", 4, "e", None, False),
         Turn("user", CONTINUED + "The user said: never commit to main.", 5, "x", None, False),
     ]
-    assert [c for c in miner.mine(turns) if c.category == "preference"] == []
+    assert [c for c in miner.mine(turns, using="rules") if c.category == "preference"] == []
 
 
 def test_pasted_logs_code_and_quotes_are_not_the_users_words() -> None:
@@ -324,7 +324,7 @@ def test_captures_carry_no_local_paths_or_user_names() -> None:
     turns = transcript.read(TRANSCRIPTS / "m-claude/3cfce0ff-excerpt.jsonl", tools=True)
     turns.turns.append(Turn("user", r"never touch C:\Users\Mischa\Documents\M-Claude\.git\hooks by hand", 9, "x",
                             None, False))  # fmt: skip
-    cands = miner.mine(turns.turns, project=turns.cwd)
+    cands = miner.mine(turns.turns, project=turns.cwd, using="rules")
     text = "\n".join(f"{c.title}\n{c.body}\n{c.key}" for c in cands)
     assert "Mischa" not in text and "mischa" not in text and r"~\Documents\M-Claude\.git\hooks" in text
 
@@ -334,7 +334,7 @@ def test_captures_carry_no_local_paths_or_user_names() -> None:
 
 def mined(name: str) -> dict[str, Candidate]:
     read = transcript.read(TRANSCRIPTS / name, tools=True)
-    return {c.title: c for c in miner.mine(read.turns, project=read.cwd)}
+    return {c.title: c for c in miner.mine(read.turns, project=read.cwd, using="rules")}
 
 
 def test_real_excerpts_charming_0a0eb7b7() -> None:
@@ -447,4 +447,4 @@ def test_the_assistants_words_quoted_back_are_not_the_users_rule() -> None:
         ("assistant", f"Done. {said}"),
         ("user", f"{said}\nwhy did that take so long?"),
     )
-    assert [c for c in miner.mine(turns) if c.category == "preference"] == []
+    assert [c for c in miner.mine(turns, using="rules") if c.category == "preference"] == []

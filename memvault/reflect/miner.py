@@ -19,14 +19,16 @@
 - A fallback, when Claude was chosen but the offline miner ran, is said in the pass's reason (the
   hook log's `miner_reason`) and remembered with its time (`last_fallback`, for `memvault health`).
 - The offline miner is deterministic: `prefs` (the user's lasting instructions and corrections,
-  sentence by sentence), `fixes` (error → change → confirmation episodes), `workflows`, `ideas`.
-  `mine(..., judged=True)` uses the trained statement judge (`mine/judge.py`) instead of `prefs` and
-  drops `workflows` (on the corpus's train and dev splits it made only wrong notes). It is not the
-  default yet (`JUDGED`): on the dev split it finds a little more than the rules at a higher note
-  precision, but no threshold reaches the 0.80 note precision (nor the 0.95 HIGH precision) the
-  issue asks for, so it would save nothing HIGH, and on the project's own clear cases it still
-  captures approvals and hedges the rules leave alone; the figures are in
-  wiki/explanation/reflection.md.
+  sentence by sentence), `fixes` (error → change → confirmation episodes), `workflows`, `ideas`, and
+  the trained statement judge (`mine/judge.py`, its lexical model, which needs no embedding model)
+  on every line those rules leave alone (`OFFLINE = "rules+judge"`). The rules alone decide what is
+  saved at once (high): on the corpus's unseen dev split no judge threshold reaches the precision a
+  save without review needs, and the lexical judge's thresholds route all it finds to the inbox,
+  which recall never shows unasked. On that split the judge added 3 of 25 MUST and 8 of 51 NICE
+  statements at an inbox precision near 0.6, and left the rules' saves as they were; the figures
+  are in wiki/explanation/reflection.md. `mine(..., using="rules")` is the rules alone, and
+  `using="judge"` the judge (with sentence vectors when it can have them) in place of `prefs` and
+  `workflows`, as measured on their own.
 Every candidate, whichever miner made it, then passes the same last step (`_finish`): `<private>`
 spans stripped, secrets redacted (a candidate left with little but a redaction is dropped), local
 paths and user names replaced by placeholders (`mine.placeholders`), and candidates with the same
@@ -96,7 +98,8 @@ PROBE_TIMEOUT_S = 15.0  # `claude --version` must answer within this
 PROBE_KEEP_S = 6 * 3600  # a successful probe of the same executable is trusted this long
 MIN_CALL_S = 2.0  # a call is not started with less of the pass's time left than this
 _RANK = {"high": 3, "medium": 2, "low": 1}
-JUDGED = False  # the offline miner uses the statement judge (see the module docstring for why not yet)
+OFFLINE = "rules+judge"  # the offline miner: "rules", "judge" or "rules+judge" (see the module docstring)
+OFFLINE_MINERS = ("rules", "judge", "rules+judge")
 HOSTS = {"claude": "Claude", "codex": "Codex", "gemini": "Gemini"}  # each host's miner, by the name in the config
 _ASK = {"claude": claude.ask, "codex": codex.ask, "gemini": gemini.ask}
 _APPS = {"claude": "Claude Code", "codex": "Codex CLI", "gemini": "Gemini CLI"}
@@ -118,17 +121,24 @@ class MinerRun:
     notes: list[str] = field(default_factory=list)  # candidates the Claude miner's checks refused
 
 
-def mine(turns: Sequence[Turn], *, project: str | None = None, judged: bool | None = None) -> list[Candidate]:
-    """The deterministic offline miner: pass 1 (preferences, fixes, workflows), then pass 2 (ideas).
+def mine(turns: Sequence[Turn], *, project: str | None = None, using: str | None = None) -> list[Candidate]:
+    """The deterministic offline miner: pass 1 (preferences, fixes, workflows, the judge), then pass 2 (ideas).
 
-    `judged` (default `JUDGED`): the statement judge's candidates instead of the preference and workflow rules.
+    `using` (default `OFFLINE`): "rules", "judge" (in place of the preference and workflow rules) or
+    "rules+judge" (the rules, and the lexical judge on the lines their preferences and workflows leave alone).
     """
+    using = using or OFFLINE
+    if using not in OFFLINE_MINERS:
+        raise ValueError(f"unknown offline miner {using!r}: expected one of {', '.join(OFFLINE_MINERS)}")
     clean = _cleaned(turns)
-    if judged if judged is not None else JUDGED:
+    if using == "judge":
         found = judge.candidates(clean) + fixes.fixes(clean) + ideas.ideas(clean)
-    else:
-        found = prefs.preferences(clean) + fixes.fixes(clean) + workflows.workflows(clean) + ideas.ideas(clean)
-    return _finish(found, clean, project)
+        return _finish(found, clean, project)
+    ruled = prefs.preferences(clean) + workflows.workflows(clean)
+    if using == "rules+judge":
+        taken = {_first_line(c) for c in ruled}
+        ruled += [c for c in judge.candidates(clean, use_vectors=False) if _first_line(c) not in taken]
+    return _finish(ruled + fixes.fixes(clean) + ideas.ideas(clean), clean, project)
 
 
 def _cleaned(turns: Sequence[Turn]) -> list[Turn]:
@@ -409,6 +419,7 @@ def _content_words(text: str) -> int:
 
 
 def _first_line(cand: Candidate) -> int:
+    """The first line a candidate quotes (its evidence's first reference), or 0."""
     try:
         return int(cand.evidence[0][1:])
     except (IndexError, ValueError):
