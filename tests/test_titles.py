@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from memvault.reflect.likeness import _PROVENANCE
 from memvault.reflect.mine.text import TITLE_CHARS
 from memvault.reflect.mine.titles import INSERTED, UNCLEAR, body_for, is_pointer_only, title_for
+from memvault.reflect.mine.userwords import rule_title
 
 
 @pytest.mark.parametrize(
@@ -116,6 +117,16 @@ def test_emoji_and_trailing_punctuation_go() -> None:
     assert title_for("always squash merge 🚀🚀!!", "preference") == "Always squash merge"
     assert title_for("use black for formatting :)", "preference") == "Use black for formatting"
     assert title_for('"keep functions short."', "preference") == "Keep functions short"
+
+
+def test_a_client_placeholder_and_a_cjk_sentence_are_not_restated_as_words() -> None:
+    # Claude Code writes "[Image #3]" where the user attached an image: not the user's words, never a title's
+    assert title_for("[Image #3] I want syntax highlighting in every code view", "preference") == (
+        "The user wants syntax highlighting in every code view"
+    )
+    assert rule_title("[Image #2] always use dark mode for screenshots") == "Always use dark mode for screenshots"
+    said = "实际上没有必要接受`chinese`/`english`，可以去除相关逻辑"  # holds its verbs: no "Use" in front
+    assert not title_for(said, "preference").startswith("Use")
 
 
 def test_the_title_is_capped_at_a_word() -> None:

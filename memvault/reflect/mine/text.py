@@ -89,6 +89,7 @@ def sentences(text: str) -> list[str]:
     return out
 
 
+ATTACHMENT = re.compile(r"\[Image #\d+\]\s*")  # where Claude Code put an image the user attached: not words
 _DO_NOT = re.compile(r"\bdo not\b")
 _REDACTION = re.compile(r"\[REDACTED:[a-z_]+\]", re.IGNORECASE)
 

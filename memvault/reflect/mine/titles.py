@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from memvault.index.chunking import STOP_WORDS
 
-from .text import QUOTE_CHARS, TITLE_CHARS, clip, quote
+from .text import ATTACHMENT, QUOTE_CHARS, TITLE_CHARS, clip, quote
 
 
 def _words(text: str) -> frozenset[str]:
@@ -174,7 +174,7 @@ def _lower_first(text: str) -> str:
 
 
 def _clean(sentence: str) -> str:
-    text = unicodedata.normalize("NFKC", sentence).translate(_QUOTES)
+    text = unicodedata.normalize("NFKC", ATTACHMENT.sub("", sentence)).translate(_QUOTES)
     text = "".join(c for c in text if unicodedata.category(c) not in ("So", "Cs", "Co"))
     text = _SPACES.sub(" ", _EMOJI.sub(" ", _MARKUP.sub(lambda m: m.group(2) or "", text))).strip()
     while len(text) > 1 and text[0] == text[-1] and text[0] in "\"'`":
@@ -278,7 +278,7 @@ def _imperative(text: str) -> str:
     if m:
         text = f"never {m.group(2)}"
     words = [w.lower() for w in _TOKEN.findall(text)]
-    if words and _verbless(words):
+    if words and _verbless(words) and not any(ord(c) > 0x2E7F for c in text):  # a CJK sentence has its verbs
         text = f"use {text}"
     return text
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from .text import TITLE_CHARS, clip, prose
+from .text import ATTACHMENT, TITLE_CHARS, clip, prose
 from .typed import typed
 
 CONTINUATION = "this session is being continued from a previous conversation"  # Claude Code's compaction text
@@ -143,7 +143,7 @@ def _third_person(verb: str) -> str:
 
 def rule_title(clause: str) -> str:
     """A title that states the rule: no lead-in ("Also, from now on, …"), "I" as "the user", rule words' typos fixed."""
-    text = " ".join(clause.split()).strip(" \"'`")
+    text = " ".join(ATTACHMENT.sub("", clause).split()).strip(" \"'`")
     text = _LEAD_IN.sub("", text).strip(" ,.;:!-–—") or text
     fixed = _TOKEN.sub(lambda m: _fix_case(m.group(0)), text)
     for pattern, repl in _FIRST_PERSON:
