@@ -82,3 +82,23 @@ def test_a_fix_found_through_real_bash_calls_is_captured_for_review(scenario: Sc
     assert meta["source"] == session_id and meta["evidence"]
     text = (scenario.vault / fix).read_text(encoding="utf-8")
     assert "invoice_states" in text and "PYTHONPATH=src" in text
+
+
+def test_a_fact_no_rule_names_goes_to_the_inbox_and_is_not_recalled_unasked(
+    scenario: Scenario, session_id: str
+) -> None:
+    # No trigger phrase: the offline miner's rules find nothing here, its statement judge finds a fact about the
+    # user's setup. What only the judge finds goes to the inbox, for a person to keep or drop, and stays out of
+    # every prompt until then.
+    scenario.stub.reply({"text": "Here is a deploy script for fly.io."}, {"text": "On fly.io, I believe."})
+    scenario.claude("-p", "Write the deploy script. We deploy everything on fly.io.", "--session-id", session_id).check()
+
+    [path] = wait_until(lambda: written(scenario, session_id), 180, "the session's reflection")
+    meta = note_meta(scenario.vault, path)
+    assert path.startswith("MemoryVault/") and "/_inbox/" in path, path
+    assert meta["route"] == "inbox" and meta["confidence"] == "low" and meta["source"] == session_id
+    text = (scenario.vault / path).read_text(encoding="utf-8")
+    assert "The user deploys everything on fly.io" in text and "judge:fact" in text
+
+    scenario.claude("-p", "Where do we deploy everything?").check()
+    assert path not in messages_text(scenario.stub.bodies()[-1])  # the inbox is never recalled unasked
