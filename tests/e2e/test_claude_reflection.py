@@ -91,7 +91,8 @@ def test_a_fact_no_rule_names_goes_to_the_inbox_and_is_not_recalled_unasked(
     # user's setup. What only the judge finds goes to the inbox, for a person to keep or drop, and stays out of
     # every prompt until then.
     scenario.stub.reply({"text": "Here is a deploy script for fly.io."}, {"text": "On fly.io, I believe."})
-    scenario.claude("-p", "Write the deploy script. We deploy everything on fly.io.", "--session-id", session_id).check()
+    prompt = "Write the deploy script. We deploy everything on fly.io."
+    scenario.claude("-p", prompt, "--session-id", session_id).check()
 
     [path] = wait_until(lambda: written(scenario, session_id), 180, "the session's reflection")
     meta = note_meta(scenario.vault, path)
