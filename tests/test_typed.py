@@ -209,7 +209,7 @@ def test_long_typed_messages_with_a_few_short_lines_stay_typed() -> None:
     rules = "\n".join(f"- always run check {n} before you push, and never skip it on a release" for n in range(45))
     text = f"Conventions\nTesting\nRelease\nDeploy\nHi there, here are my rules for this repo:\n{rules}"
     assert len(text) > t.DOCUMENT_CHARS
-    assert t.typed(text) == text  # five title-like lines: under the document's six
+    assert t.typed(text) == text  # four title-like lines: under the document's six
     assert t.typed(PERSONA[: t.DOCUMENT_CHARS - 1]) == PERSONA[: t.DOCUMENT_CHARS - 1].strip()  # too short
 
 

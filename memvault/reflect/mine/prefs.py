@@ -356,7 +356,7 @@ def _correction(parts: list[str]) -> _Hit | None:
         return None
     if _TASK_SCOPED.search(rest):  # "no, keep it for now": about this task only, like any task-scoped sentence
         return None
-    if _DIRECTIVE.search(rest):  # most are about the task at hand ("no, keep it for now"): a person looks first
+    if _DIRECTIVE.search(rest):  # mostly about the task at hand ("no, keep the basic tests"): a person looks first
         return _Hit("correction", "medium", "rule", " ".join(parts[:3]))
     if _STATEMENT.search(rest):
         return _Hit("correction", "low", "rule", " ".join(parts[:3]))
