@@ -96,7 +96,7 @@ def test_a_fact_no_rule_names_goes_to_the_inbox_and_is_not_recalled_unasked(
 
     [path] = wait_until(lambda: written(scenario, session_id), 180, "the session's reflection")
     meta = note_meta(scenario.vault, path)
-    assert path.startswith("MemoryVault/") and "/_inbox/" in path, path
+    assert path.startswith("MemoryVault/") and path.endswith("/_inbox/the-user-deploys-everything-on-flyio.md"), path
     assert meta["route"] == "inbox" and meta["confidence"] == "low" and meta["source"] == session_id
     text = (scenario.vault / path).read_text(encoding="utf-8")
     assert "The user deploys everything on fly.io" in text and "judge:fact" in text
