@@ -66,7 +66,7 @@ import bench_data  # noqa: E402
 import reflect_corpus  # noqa: E402
 from reflect_score import CATEGORIES, ROUTES, score, score_corpus  # noqa: E402
 
-from memvault.reflect import miner, readers, transcript  # noqa: E402
+from memvault.reflect import gemini_chat, miner, readers, transcript  # noqa: E402
 from memvault.reflect.mine import judge  # noqa: E402
 
 LABELS = REPO / "scripts" / "data" / "reflect_labels.json"
@@ -354,8 +354,10 @@ def read_session(path: Path, host: str) -> tuple[list[transcript.Turn] | None, i
     """The session's turns through memvault's reader for its file, every bounded read mined like the product does
     (see `mine_session`), in the corpus's line numbers; None and why when the reader cannot read it.
 
-    Gemini corpus lines are 0-based indexes into the chat file's "messages"; a turn is placed there by
-    its message id (Turn.uuid). The int is how many turns could not be placed.
+    Gemini corpus lines of a one-object chat file (`session-*.json`) are 0-based indexes into its "messages"; a
+    turn is placed there by its message id (Turn.uuid). In a line-per-record chat file (`session-*.jsonl`, Gemini
+    CLI 0.39 and later) they are 1-based line numbers, as the reader's. The int is how many turns could not be
+    placed.
     """
     turns: list[transcript.Turn] = []
     cursor = transcript.Cursor()
@@ -370,7 +372,7 @@ def read_session(path: Path, host: str) -> tuple[list[transcript.Turn] | None, i
         return None, 0, f"{type(exc).__name__}: {exc}"
     if not any(t.role == "user" for t in turns):
         return None, 0, "no user turn read"
-    if host != "gemini":
+    if host != "gemini" or not gemini_chat.whole_object(path):
         return turns, 0, ""
     index = _gemini_index(path)
     placed = [replace(t, line=index[t.uuid]) for t in turns if t.uuid in index]
