@@ -155,6 +155,23 @@ def test_an_instruction_block_with_an_inline_user_input_line() -> None:
     assert t.typed(block) == "keep stories under 300 words"
 
 
+def test_a_short_command_with_an_instruction_block_is_template_and_what_follows_is_typed() -> None:
+    # BMAD's short commands: under the template rule's 1,200 characters, but a `<steps>` block of the command's
+    command = (
+        "IT IS CRITICAL THAT YOU FOLLOW THESE STEPS - while staying in character as the agent you loaded:\n\n"
+        '<steps CRITICAL="TRUE">\n1. Always LOAD the FULL @.bmad/core/tasks/workflow.xml\n'
+        "2. READ its entire contents and follow it EXACTLY as written\n</steps>"
+    )
+    assert len(command) < t.TEMPLATE_CHARS
+    assert t.typed(command) == ""
+    assert "Always LOAD" in t.pasted(command)
+    assert t.typed(f"{command}\n\nand from now on always write the tests first") == (
+        "and from now on always write the tests first"
+    )
+    said = "<task>fix the login bug</task> and never log passwords"  # a tag inside a typed line: no block
+    assert t.typed(said) == said
+
+
 def test_a_short_message_that_names_arguments_is_not_a_template() -> None:
     said = ".codex/prompts/specify.md please drop in .arguments/specify-arg-1.md as the $ARGUMENTS"
     assert t.typed(said) == said

@@ -10,8 +10,9 @@ pasted ones as context (an error the user pasted is evidence of a problem, never
 Pure: text in, segments out; no I/O. The rules work line by line, in this order: wrapper tags and
 fenced blocks, then a template's "User input" block, then each line by its own shape (a strong pattern
 decides alone), then its neighbours (a line without sentence structure next to a paste, an indented
-line under one, or a line between two pastes of one paragraph, belongs to that paste), then a pasted
-document's titles (from its first title on, it is all pasted).
+line under one, or a line between two pastes of one paragraph, belongs to that paste), then a command's
+instruction block (`<steps>…</steps>`, with the line introducing it), then a pasted document's titles
+(from its first title on, it is all pasted).
 
 Just over 400 lines: the paste kinds are one table of patterns read top to bottom, and the whole-turn
 rules (templates, documents, tags, echoes, the instructions file) each need the line shapes beside them.
@@ -98,6 +99,28 @@ def _template(lines: list[str]) -> list[tuple[str, str]]:
             out[i] = (TYPED, lines[i])
         i += 1
     return out
+
+
+# A command's instruction block, shorter than a template: `<steps CRITICAL="TRUE">1. Always LOAD …</steps>` (BMAD's
+# short commands); the line that introduces it ("IT IS CRITICAL THAT YOU FOLLOW THESE STEPS …:") is the command's.
+_INSTRUCTION_BLOCK = re.compile(
+    r"^[ \t]*<(steps|step|workflow|critical|instructions|persona|activation|task|agent)\b[^>\n]*>"
+    r".*?^[ \t]*</\1>[ \t]*$",
+    re.I | re.M | re.S,
+)
+
+
+def _instruction_blocks(text: str, kinds: list[str | None]) -> None:
+    """Mark each instruction block's lines, and a line ending in ":" right above it, as template (in place)."""
+    for m in _INSTRUCTION_BLOCK.finditer(text):
+        first, last = text.count("\n", 0, m.start()), text.count("\n", 0, m.end())
+        kinds[first : last + 1] = ["template"] * (last + 1 - first)
+        lines = text.split("\n")
+        above = first - 1
+        while above >= 0 and not lines[above].strip():
+            above -= 1
+        if above >= 0 and lines[above].rstrip().endswith(":"):
+            kinds[above] = "template"
 
 
 # ---- documents: a prompt, a spec or a decision record pasted without markdown -----------------------------
@@ -297,6 +320,8 @@ def segments(text: str, echo: str = "") -> list[Segment]:
         kinds = [k for k, _ in pairs]
     else:
         kinds = _classify(lines, _norm(echo) if echo else "")
+        if len(text) < TEMPLATE_CHARS:  # a longer one is the template rule's (and the search stays short)
+            _instruction_blocks(text, kinds)
         start = _document_start(text, lines)
         if start is not None:
             kinds[start:] = ["document"] * (len(lines) - start)
