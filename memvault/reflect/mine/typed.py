@@ -110,12 +110,12 @@ _INSTRUCTION_BLOCK = re.compile(
 )
 
 
-def _instruction_blocks(text: str, kinds: list[str | None]) -> None:
-    """Mark each instruction block's lines, and a line ending in ":" right above it, as template (in place)."""
+def _instruction_blocks(text: str, lines: list[str], kinds: list[str | None]) -> None:
+    """Mark each instruction block's lines (`lines` is `text` split at newlines), and a line ending in ":" right
+    above it, as template (in place)."""
     for m in _INSTRUCTION_BLOCK.finditer(text):
         first, last = text.count("\n", 0, m.start()), text.count("\n", 0, m.end())
         kinds[first : last + 1] = ["template"] * (last + 1 - first)
-        lines = text.split("\n")
         above = first - 1
         while above >= 0 and not lines[above].strip():
             above -= 1
@@ -321,7 +321,7 @@ def segments(text: str, echo: str = "") -> list[Segment]:
     else:
         kinds = _classify(lines, _norm(echo) if echo else "")
         if len(text) < TEMPLATE_CHARS:  # a longer one is the template rule's (and the search stays short)
-            _instruction_blocks(text, kinds)
+            _instruction_blocks(text, lines, kinds)
         start = _document_start(text, lines)
         if start is not None:
             kinds[start:] = ["document"] * (len(lines) - start)
