@@ -217,3 +217,21 @@ def test_a_low_rank_delta_starts_as_the_stock_model_and_trains_only_its_factors(
     assert len(factors) == len(trained)
     query = factors["encoder.layer.0.attention.self.query.a"]
     assert query.shape == (4, 384) and factors["encoder.layer.0.intermediate.dense.b"].shape == (1536, 4)
+
+
+def test_the_cross_encoder_measure_reads_auc_and_the_share_kept_over_the_wrong_pairs_95th_percentile() -> None:
+    import train_cross_encoder
+
+    def pair(label: int, kind: str) -> recall_data.Example:
+        return recall_data.Example("x", "", "", "p", "q", "", label, kind, "", "")
+
+    wrong = [pair(0, "unrelated")] * 10 + [pair(0, "near_miss")] * 10
+    right = [pair(1, "paraphrase"), pair(1, "paraphrase"), pair(1, "question"), pair(1, "indirect")]
+    # unrelated pairs score 0.0-0.09, near misses 0.5-0.95; the right ones 0.99, 0.6, 0.3, 0.05
+    score = np.array([i / 100 for i in range(10)] + [0.5 + i / 20 for i in range(10)] + [0.99, 0.6, 0.3, 0.05])
+    out = train_cross_encoder.separation(score, wrong + right)
+    # AUC: 0.99 beats all 20; 0.6 beats 10 + 3; 0.3 beats 10; 0.05 beats 5 (0.00-0.04) and ties none
+    assert out["auc"] == round((20 + 13 + 10 + 5) / 80, 4)
+    assert out["kept@5%"] == 1 / 4  # the wrong pairs' 95th percentile is near 0.93: only 0.99 is over it
+    assert out["kept@5% unrelated"] == 3 / 4  # the unrelated pairs' is near 0.085: 0.05 is not over it
+    assert out["kept@5% unrelated, by kind"] == {"indirect": 0.0, "paraphrase": 1.0, "question": 1.0}
