@@ -294,7 +294,7 @@ def features(unit: Unit) -> list[str]:
     other = [w for w in _WORD.findall(low) if not w.isascii()]  # Cyrillic, Greek…: a word; Chinese…: letter pairs
     for w in other[:60]:
         out += [f"h:{w[i : i + 2]}" for i in range(len(w) - 1)] if _HAN.search(w) else [f"w:{w[:6]}"]
-    hit = prefs.judge(titles._fix_typos(unit.text))  # the old rules, rule words spelt right ("allways")
+    hit = prefs.judge(titles.fix_typos(unit.text))  # the old rules, rule words spelt right ("allways")
     out += [f"rule:{hit.rule}", f"conf:{hit.confidence}"] if hit is not None else ["rule:none"]
     cues = (
         ("q", bool(_QUESTION.search(low)) or bool(prefs.QUESTION_START.match(low))),
@@ -424,9 +424,9 @@ def vectors(texts: Sequence[str], model: str, dim: int) -> tuple[list[list[float
 def vector_text(unit: Unit) -> str:
     """What the unit's vector is taken of: its words with the rule words' typos corrected ("allways" → "always").
 
-    `canonical` mends one changed letter, the titles' correction (`titles._fix_typos`) one added or dropped too.
+    `canonical` mends one changed letter, the titles' correction (`titles.fix_typos`) one added or dropped too.
     """
-    return titles._fix_typos(canonical(unit.text))
+    return titles.fix_typos(canonical(unit.text))
 
 
 def judged(

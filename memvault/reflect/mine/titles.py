@@ -127,7 +127,7 @@ def body_for(
 
 def is_pointer_only(sentence: str) -> bool:
     """Whether `sentence` names no topic of its own, only points at one ("do this always", "remember that")."""
-    words = [w.lower() for w in _TOKEN.findall(_fix_typos(_clean(sentence)))]
+    words = [w.lower() for w in _TOKEN.findall(fix_typos(_clean(sentence)))]
     return not [w for w in words if w not in _POINTERS and w not in _EMPTY]
 
 
@@ -139,7 +139,7 @@ def _restate(sentence: str, kind: str, context: str) -> str:
     """
     if kind not in KINDS:
         raise ValueError(f"unknown statement kind {kind!r}: one of {', '.join(sorted(KINDS))}")
-    parts = [p for p in _SENTENCE.split(_fix_typos(_clean(sentence))) if p.strip()]
+    parts = [p for p in _SENTENCE.split(fix_typos(_clean(sentence))) if p.strip()]
     said = [(p, _rule_part(p)) for p in parts]
     said = [(p, text) for p, text in said if text and not is_pointer_only(text)]
     firm = [text for p, text in said if not (p.rstrip().endswith("?") and _ASKS.match(text))]
@@ -182,7 +182,7 @@ def _clean(sentence: str) -> str:
     return text.strip(" -*•>").rstrip(" .!?;:,…")
 
 
-def _fix_typos(text: str) -> str:
+def fix_typos(text: str) -> str:
     """The trigger words spelt right when the user mistyped them by one letter ("allways", "nevr", "dont")."""
     return _TOKEN.sub(lambda m: _trigger(m.group(0)), text)
 
