@@ -448,3 +448,51 @@ def test_the_assistants_words_quoted_back_are_not_the_users_rule() -> None:
         ("user", f"{said}\nwhy did that take so long?"),
     )
     assert [c for c in miner.mine(turns, using="rules") if c.category == "preference"] == []
+
+
+# Another assistant's answer, pasted whole into the turn (made up; the shape of the train split's pasted replies).
+PASTED_ANSWER = """That is a solid plan. Moving the export job to the queue is the right call.
+
+## ✅ What to keep
+
+* **Keep the retries:** the worker restarts often, and the retries are what save the half-written files.
+* **Keep the batch size at 500:** the database copes with that, and the job finishes inside the window.
+
+## ❌ What to avoid
+
+* **Don't upload the files one by one:** it is an I/O nightmare. Always zip locally before you upload.
+* **Don't skip the dry run:** it catches the path mistakes before the real export touches anything.
+* **Don't widen the export window:** past midnight the reports start, and both jobs then fight for the same
+  tables, which makes each of them slower than the two run one after the other.
+
+## 🔍 Why the queue helps
+
+The queue gives the job a place to wait when the database is busy, instead of failing and starting over.
+It also gives you one place to see what is left, which the cron job never did: when it failed at night, you
+only learnt of it from the missing files in the morning.
+
+---
+
+### 🚀 Next steps
+1. Move the job to the queue.
+2. Run the dry run against last week's data.
+
+**Do you want me to write the queue worker for you now, or will you check the dry run first?**"""
+
+
+def test_a_rule_inside_a_long_markdown_answer_waits_for_review_while_the_same_rule_typed_is_saved() -> None:
+    assert len(PASTED_ANSWER) >= 1200
+    (pasted,) = [p for p in after_agent(PASTED_ANSWER) if "zip" in p.title.lower()]
+    assert pasted.confidence == "medium"
+    (typed_rule,) = after_agent("Always zip locally before you upload.")
+    assert typed_rule.confidence == "high"
+
+
+def test_a_rule_typed_into_a_long_template_is_still_saved() -> None:
+    template = ("## User Input\n\n```text\nAlways zip locally before you upload.\n```\n\n"
+                "You **MUST** consider the user input before proceeding.\n\n## Outline\n\n"
+                + "\n".join(f"{i}. Step {i} of the command's own outline, written by its authors." for i in range(40))
+                + "\n\n## Key rules\n\n- Use absolute paths.\n")  # fmt: skip
+    assert len(template) >= 1200
+    (rule,) = [p for p in after_agent(template) if "zip" in p.title.lower()]
+    assert rule.confidence == "high"

@@ -14,10 +14,11 @@ recognised through one-letter typos ("logging should necer use f-strings").
   agent acted ("no, use the helper"; said once it is mostly about the task at hand, so a person looks first).
 - low: a bare "don't …", "please use …", "… for all but X", a correction that states rather than directs
   ("no, that is a different project").
-Questions, hedges ("maybe", "I think"), and task-scoped wording ("for now", "this time", "this
-session") are not rules. A sentence that only points at a rule ("this was marked as a false positive
-already") joins the sentence next to it; statements of the same rule in one session (sharing two
-distinctive words, or a name like `relation.app`) become one candidate with every line as evidence,
+A rule found only in turns whose typed text is a long markdown document (`typed.structured`: a spec, or another
+assistant's answer pasted whole) is at most medium. Questions, hedges ("maybe", "I think"), and task-scoped
+wording ("for now", "this time", "this session") are not rules. A sentence that only points at a rule ("this was
+marked as a false positive already") joins the sentence next to it; statements of the same rule in one session
+(sharing two distinctive words, or a name like `relation.app`) become one candidate with every line as evidence,
 one confidence level higher when said in more than one turn.
 
 Just over 400 lines: the rules are a table read top to bottom, each next to the words it matches.
@@ -32,7 +33,7 @@ from dataclasses import dataclass, field
 from memvault.reflect.transcript import CONTEXT_ROLES, Turn
 
 from .text import KEY_STOP, QUOTE_CHARS, WORD, Candidate, clip, make_key, quote, sentences, stem, turn_ref
-from .typed import echoes
+from .typed import echoes, structured
 from .userwords import canonical, rule_title, user_sentences
 
 _TASK_SCOPED = re.compile(
@@ -405,6 +406,8 @@ def _candidate(statement: _Statement) -> Candidate:
         confidence = _UP[confidence]  # said again in another turn: stronger evidence
     elif best.rule in _DIRECTIVES and len(_content(best.clause)[0]) <= 1:
         confidence = _DOWN[confidence]  # "don't commit" alone leans on its context: a person should look first
+    if confidence == "high" and all(structured(t.text) for t, _, _ in hits):
+        confidence = "medium"  # only ever inside long markdown documents (another assistant's answer pasted whole)
     lines: dict[int, list[str]] = {}
     for turn, sentence, _ in hits:
         lines.setdefault(turn.line, [])

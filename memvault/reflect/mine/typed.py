@@ -14,7 +14,7 @@ line under one, or a line between two pastes of one paragraph, belongs to that p
 instruction block (`<steps>…</steps>`, with the line introducing it), then a pasted document's titles
 (from its first title on, it is all pasted).
 
-Just over 400 lines: the paste kinds are one table of patterns read top to bottom, and the whole-turn
+Over 400 lines: the paste kinds are one table of patterns read top to bottom, and the whole-turn
 rules (templates, documents, tags, echoes, the instructions file) each need the line shapes beside them.
 """
 
@@ -30,6 +30,7 @@ TYPED = "typed"
 ECHO_WORDS = 6  # a line of at least this many words found verbatim in the assistant's last words is quoted back
 TEMPLATE_CHARS = 1200  # an expanded command template is at least this long
 DOCUMENT_CHARS, DOCUMENT_HEADINGS = 2400, 6  # a pasted document: this long, with this many bare headings
+STRUCTURED_CHARS, STRUCTURED_HEADINGS = 1200, 2  # typed text this long with this many markdown headings: a document
 LEAD_IN_CHARS = 300  # what a person types before a document they paste ("do the below:") is at most this long
 SHAPE_CHARS = 400  # a line's shape is read from this much of it (a pasted line can be megabytes long)
 ECHO_CHARS = 20_000  # the assistant's last words an echo is looked for in (a long run of turns: its end)
@@ -383,6 +384,16 @@ def _yaml_runs(lines: list[str], kinds: list[str | None]) -> None:
             for k in range(i, j):
                 kinds[k] = "data"
         i = max(j, i + 1)
+
+
+def structured(text: str) -> bool:
+    """Whether what the person typed in `text` reads as a long markdown document (STRUCTURED_CHARS or more, with
+    STRUCTURED_HEADINGS markdown headings or more): a spec, a design note, or another assistant's answer pasted
+    whole, whose rules a person should look at before they are saved (`prefs`)."""
+    if len(text) < STRUCTURED_CHARS:
+        return False
+    mine = typed(text)
+    return len(mine) >= STRUCTURED_CHARS and len(_HEADING.findall(mine)) >= STRUCTURED_HEADINGS
 
 
 def typed(text: str, echo: str = "") -> str:
