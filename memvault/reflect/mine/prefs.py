@@ -401,12 +401,13 @@ def _candidate(statement: _Statement) -> Candidate:
     hits = statement.hits
     _, _, best = max(hits, key=lambda h: (_strength(h[2]), -h[0].line))
     confidence = max((h[2].confidence for h in hits), key=_RANK.__getitem__)
-    said_in = sorted({t.line for t, _, _ in hits})
+    turns = {t.line: t for t, _, _ in hits}  # each turn the statement was said in, by line
+    said_in = sorted(turns)
     if len(said_in) > 1:
         confidence = _UP[confidence]  # said again in another turn: stronger evidence
     elif best.rule in _DIRECTIVES and len(_content(best.clause)[0]) <= 1:
         confidence = _DOWN[confidence]  # "don't commit" alone leans on its context: a person should look first
-    if confidence == "high" and all(structured(t.text) for t, _, _ in hits):
+    if confidence == "high" and all(structured(t.text) for t in turns.values()):
         confidence = "medium"  # only ever inside long markdown documents (another assistant's answer pasted whole)
     lines: dict[int, list[str]] = {}
     for turn, sentence, _ in hits:
@@ -424,5 +425,5 @@ def _candidate(statement: _Statement) -> Candidate:
         body += f"\n\nSaid {len(said_in)} times in this session."
     title = rule_title(best.clause if best.kind == "rule" else statement.about or best.clause)
     rule = best.rule if len(said_in) == 1 else f"{best.rule}+repeated"
-    refs = tuple(turn_ref(t) for t in sorted({t.line: t for t, _, _ in hits}.values(), key=lambda t: t.line))
+    refs = tuple(turn_ref(turns[line]) for line in said_in)
     return Candidate("preference", title, body, refs, confidence, rule, make_key("preference", title))
