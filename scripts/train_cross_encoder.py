@@ -53,6 +53,11 @@ DATA = Path(__file__).resolve().parent / "data"
 PREFERENCES, UNRELATED = DATA / "preference_set.json", DATA / "unrelated_prompts.json"
 
 
+def _rows(blobs: list[bytes]) -> np.ndarray:
+    """The embedder's vectors (float32 bytes) as the rows of one matrix."""
+    return np.stack([np.frombuffer(b, "<f4") for b in blobs])
+
+
 def timing(bert: Any) -> None:
     import torch
 
@@ -92,14 +97,14 @@ def stock_shortlists(dev: list[recall_data.Example], embedder: embed.Embedder,
     """Each dev prompt's best `k` passages of the whole data not labelled relevant to it, with their stock cosine
     (computed before training: the cross-encoder trains the same BERT)."""
     passages = sorted({e.passage for e in recall_data.examples()})  # every file's passages, as train_adapter ranks
-    matrix = np.stack([np.frombuffer(b, "<f4") for b in embedder.encode(passages)])
+    matrix = _rows(embedder.encode(passages))
     relevant: dict[str, set[str]] = {}
     for e in dev:
         relevant.setdefault(e.prompt, set())
         if e.label:
             relevant[e.prompt].add(e.passage)
     prompts = sorted(relevant)
-    queries = np.stack([np.frombuffer(b, "<f4") for b in embedder.encode_query(prompts)])
+    queries = _rows(embedder.encode_query(prompts))
     out = {}
     for prompt, q in zip(prompts, queries, strict=True):
         sims = matrix @ q
@@ -150,13 +155,13 @@ def evaluation_sets(embedder: embed.Embedder, load: Any, logits: Any, k: int = S
     prefs = json.loads(PREFERENCES.read_text(encoding="utf-8"))
     notes = {n["id"]: f"{n['title']}\n\n{n['body']}" for n in prefs["notes"]}
     ids = sorted(notes)
-    matrix = np.stack([np.frombuffer(b, "<f4") for b in embedder.encode([notes[i] for i in ids])])
+    matrix = _rows(embedder.encode([notes[i] for i in ids]))
     unrelated = [p["text"] for p in json.loads(UNRELATED.read_text(encoding="utf-8"))["prompts"]
                  if not p.get("maybe_related")]  # fmt: skip
     queries = [(q["query"], q["target"]) for q in prefs["queries"]]
 
     def shortlists(prompts: list[str]) -> list[tuple[str, Any, list[int]]]:
-        vectors = np.stack([np.frombuffer(b, "<f4") for b in embedder.encode_query(prompts)])
+        vectors = _rows(embedder.encode_query(prompts))
         return [(p, sims, [int(i) for i in np.argsort(-sims)[:k]]) for p, sims in zip(prompts, vectors @ matrix.T,
                                                                                       strict=True)]  # fmt: skip
 
@@ -206,8 +211,8 @@ def main(argv: list[str] | None = None) -> int:
     train, dev = list(recall_data.examples("train")), list(recall_data.examples("dev"))
 
     def cosines(data: list[recall_data.Example]) -> np.ndarray:
-        q = np.stack([np.frombuffer(b, "<f4") for b in embedder.encode_query([e.prompt for e in data])])
-        p = np.stack([np.frombuffer(b, "<f4") for b in embedder.encode([e.passage for e in data])])
+        q = _rows(embedder.encode_query([e.prompt for e in data]))
+        p = _rows(embedder.encode([e.passage for e in data]))
         return (q * p).sum(axis=1)
 
     cosine = {e.id: c for part in (train, dev) for e, c in zip(part, cosines(part).tolist(), strict=True)}
